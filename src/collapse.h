@@ -1,0 +1,51 @@
+/* collapse: batched process_madvise(MADV_COLLAPSE) through a pidfd.
+ *
+ * Each process_madvise() call drains the LRU caches once
+ * (lru_add_drain_all()), so blocks are submitted in batches of up to
+ * COLLAPSE_MAX_IOV iovecs, one 2 MiB block per iovec so that each block's
+ * outcome is known. The kernel returns the bytes of the iovecs it completed;
+ * the errno of the first failed one is learned by submitting again from it. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+/* UIO_MAXIOV is 1024, but the total must stay below MAX_RW_COUNT
+ * (INT_MAX & PAGE_MASK): 1024 × 2 MiB is exactly 2 GiB, one too many. */
+#define COLLAPSE_MAX_IOV 1023
+
+enum collapse_outcome {
+	COLLAPSE_OK,        /* now PMD-mapped */
+	COLLAPSE_EAGAIN,    /* transient: retry later */
+	COLLAPSE_ENOMEM,    /* no huge page: back off */
+	COLLAPSE_EBUSY,     /* memcg charge failed */
+	COLLAPSE_EINVAL,    /* ineligible: remember it */
+	COLLAPSE_ESRCH,     /* the process is gone */
+	COLLAPSE_EPERM,     /* EPERM/EACCES: missing capability */
+	COLLAPSE_OTHER,     /* any other errno */
+	COLLAPSE_NOT_TRIED, /* not reached: the batch stopped first */
+	COLLAPSE_NR_OUTCOMES,
+};
+
+const char *collapse_outcome_name(enum collapse_outcome o); /* "collapsed", "eagain", … */
+enum collapse_outcome collapse_outcome_from_errno(int err);
+
+/* The syscall, injectable for tests: same contract as process_madvise(2)
+ * (returns bytes or -1 with errno set). */
+typedef ssize_t (*process_madvise_fn)(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
+ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
+
+/* Collapses the n 2 MiB-aligned blocks at addrs[] of the process behind
+ * pidfd, writing one outcome per block into out[]. Stops early, leaving the
+ * rest COLLAPSE_NOT_TRIED, after ENOMEM (no huge pages now), ESRCH (process
+ * gone) or EPERM. Other failures are per block and do not stop the batch.
+ * Returns the number of blocks collapsed. */
+size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out);
+
+/* pidfd_open(2); -1 with errno on failure. */
+int pidfd_open_pid(pid_t pid);

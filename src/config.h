@@ -1,0 +1,76 @@
+/* config: the main file and per-cgroup policy files (libinih).
+ *
+ * config_load() reads the main file, then every *.conf in cgroup_dir, into a
+ * fresh struct config. It either succeeds whole or fails whole: on failure
+ * *out is untouched and err holds one line "FILE:LINE: key 'K': why" (or
+ * "FILE: why" for file-level problems such as ownership). That is what makes
+ * SIGHUP reloads atomic: the caller swaps configs only on success. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "scan_result.h"
+
+enum khugepaged_mode {
+	KHUGEPAGED_KEEP, /* touch nothing */
+	KHUGEPAGED_IDLE, /* max scan_sleep_millisecs, min pages_to_scan */
+	KHUGEPAGED_OFF,  /* PMD-size THP enabled=never: the thread exits */
+};
+
+/* Everything that can differ per cgroup: the [collapse] keys. */
+struct policy {
+	bool enable;                   /* enable = yes */
+	unsigned weight;               /* weight = 100, 1..10000 */
+	unsigned budget_mb_per_s;      /* budget_mb_per_s = 128, 1..100000 */
+	struct collapse_limits limits; /* max_ptes_none/swap/shared, min_referenced_pct */
+	unsigned idle_after_s;         /* idle_after_s = 60, 1..86400 */
+	unsigned max_wait_s;           /* max_wait_s = 30, 1..86400: aging bound */
+	unsigned eagain_retries;       /* eagain_retries = 3, 0..100 */
+	bool file_backed;              /* file_backed = yes: try file-backed text */
+	bool access_sampling;          /* access_sampling = no: clear_refs periodically */
+	unsigned access_sample_s;      /* access_sample_s = 30, 1..86400 */
+};
+
+struct cgroup_rule {
+	char *path; /* normalized cgroup v2 path: "/", "/system.slice/foo.service" */
+	char *file; /* where it came from, for messages */
+	unsigned line;
+	struct policy policy;
+};
+
+struct config {
+	char *path; /* the main file */
+	/* [daemon] */
+	unsigned scan_interval_ms;       /* 1000, 0..3600000; 0 = back to back */
+	char *metrics_file;              /* /run/hugecollapsed/metrics.prom; "" = none */
+	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
+	enum khugepaged_mode khugepaged; /* keep */
+	unsigned full_rescan_s;          /* 300, 1..86400 */
+	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
+	/* [collapse] */
+	struct policy defaults;
+	/* cgroup.d/*.conf, sorted by path */
+	struct cgroup_rule *rules;
+	size_t nrules;
+};
+
+#define HC_DEFAULT_CONFIG "/etc/hugecollapsed/hugecollapsed.conf"
+
+/* Fills c with the built-in defaults (no file read). */
+void config_defaults(struct config *c);
+
+/* Loads path (or built-in defaults if path is NULL). missing_ok: a missing
+ * main file means defaults, as for --once without --config. Checks that each
+ * file and directory is owned by root and not writable by group or others
+ * (skip_owner_check for unit tests on fixtures owned by someone else).
+ * Returns 0, or -1 with err filled. */
+int config_load(const char *path, bool missing_ok, bool skip_owner_check, struct config *out, char *err, size_t errlen);
+
+void config_free(struct config *c);
+
+/* The policy for a cgroup path: the rule with the longest path that equals
+ * cgroup or is a whole-component prefix of it ("/a" matches "/a" and "/a/b",
+ * not "/ab"); the defaults if none. */
+const struct policy *config_policy_for(const struct config *c, const char *cgroup);
+
+const char *khugepaged_mode_name(enum khugepaged_mode m);

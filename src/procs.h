@@ -1,0 +1,60 @@
+/* procs: enumerate processes and sample their activity with libproc2, plus
+ * pure parsers for the few /proc files read per process.
+ *
+ * One procs_sample() reads only /proc/PID/stat of each process (through
+ * libproc2): that is the O(1) cost of an unchanged process. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_sample {
+	pid_t pid;
+	uint64_t start_ticks; /* (pid, start_ticks) is the process identity */
+	uint64_t cpu_ticks;   /* utime + stime */
+	uint64_t minflt, majflt;
+	uint64_t rss_pages;
+	uint64_t vsize; /* bytes */
+	char comm[64];
+};
+
+struct proc_table {
+	struct proc_sample *p; /* sorted by pid */
+	size_t n, cap;
+};
+
+struct procs;
+
+/* Returns NULL with errno set on failure. */
+struct procs *procs_open(void);
+void procs_close(struct procs *p);
+
+/* Samples every user-space process (kernel threads and zombies, which have
+ * no mm, are left out) into out, sorted by pid. Returns 0 or -errno. */
+int procs_sample(struct procs *p, struct proc_table *out);
+void proc_table_free(struct proc_table *t);
+const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
+
+/* Pure parsers, over the text of one /proc file. */
+/* /proc/PID/stat; handles comm with spaces and parentheses. 0 or -EINVAL. */
+int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out);
+/* /proc/PID/cgroup: copies the path of the "0::" line. 0, -ENOENT when there
+ * is no v2 line, -ENAMETOOLONG, or -EINVAL. */
+int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen);
+/* /proc/PID/status: 1 if THP_enabled: 1 (or the line is absent), 0 if the
+ * process disabled THP with prctl(PR_SET_THP_DISABLE). */
+int parse_status_thp_enabled(const char *buf, size_t len);
+
+/* Readers relative to an open /proc/PID directory (so a recycled PID is
+ * never read by mistake). Return 0 or -errno. */
+int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out);
+int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen);
+int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
+
+/* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
+ * the length or -errno. */
+ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
+
+/* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */
+const char *proc_root(void);

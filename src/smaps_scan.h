@@ -1,0 +1,92 @@
+/* smaps_scan: parse /proc/PID/smaps into a list of VMAs.
+ *
+ * parse_smaps_buf() is pure: it reads only the buffer it is given, so it is
+ * tested on fixture files and fuzzed. read_smaps() is the thin reader around
+ * it. The parser never trusts its input: a truncated or garbage file yields
+ * the VMAs it could parse up to the first malformed header, and an error. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The VmFlags this daemon cares about, as bits of vma.vmflags. Two-letter
+ * mnemonics come from show_smap_vma_flags() in fs/proc/task_mmu.c; unknown
+ * mnemonics are ignored. */
+enum vm_flag_bit {
+	VMF_RD,
+	VMF_WR,
+	VMF_EX,
+	VMF_SH, /* shared */
+	VMF_MR,
+	VMF_MW,
+	VMF_ME,
+	VMF_MS, /* may share */
+	VMF_GD, /* stack grows down */
+	VMF_PF, /* pure PFN range */
+	VMF_LO, /* mlocked */
+	VMF_IO, /* memory-mapped I/O */
+	VMF_DC, /* do not copy on fork */
+	VMF_DE, /* do not expand */
+	VMF_AC,
+	VMF_NR,
+	VMF_HT, /* hugetlb */
+	VMF_DD, /* do not dump */
+	VMF_MM, /* mixed map */
+	VMF_HG, /* MADV_HUGEPAGE */
+	VMF_NH, /* MADV_NOHUGEPAGE */
+	VMF_MG, /* mergeable (KSM) */
+	VMF_UM, /* userfaultfd missing */
+	VMF_UW, /* userfaultfd wr-protect */
+	VMF_SD, /* soft-dirty */
+	VMF_NR_KNOWN,
+};
+#define VMF(b) (UINT64_C(1) << (VMF_##b))
+
+/* What backs a VMA, as far as collapse is concerned. */
+enum vma_kind {
+	VMA_ANON,    /* private anonymous: heap, stack, [anon:…], nameless */
+	VMA_SHMEM,   /* shared anonymous, memfd, SysV shm, /dev/shm (tmpfs) */
+	VMA_FILE,    /* any other file mapping */
+	VMA_SPECIAL, /* [vdso], [vvar], [vsyscall], … — never collapsible */
+};
+
+struct vma {
+	uint64_t start, end; /* [start, end), bytes */
+	uint64_t offset;     /* file offset in bytes, from the header line */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	char perms[5];    /* "rw-p", NUL-terminated */
+	uint8_t kind;     /* enum vma_kind */
+	uint64_t vmflags; /* VMF() bits */
+	bool has_vmflags; /* a VmFlags: line was seen */
+	/* Fields in KiB, 0 when absent. */
+	uint64_t rss_kb, anon_kb, referenced_kb, lazyfree_kb, anon_huge_kb, shmem_pmd_kb, file_pmd_kb, swap_kb;
+	uint32_t name_off; /* offset into vma_list.names; 0 means no name */
+};
+
+/* A growable VMA array plus one string arena for names (index 0 is ""). */
+struct vma_list {
+	struct vma *v;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+void vma_list_init(struct vma_list *l);
+void vma_list_clear(struct vma_list *l); /* keeps the allocations */
+void vma_list_free(struct vma_list *l);
+const char *vma_name(const struct vma_list *l, const struct vma *v);
+
+/* Parses len bytes of smaps text, appending to out. Returns 0 on success,
+ * -EINVAL if the text is malformed (out then holds the VMAs before the bad
+ * line), -ENOMEM on allocation failure. Accepts a missing trailing newline. */
+int parse_smaps_buf(const char *buf, size_t len, struct vma_list *out);
+
+/* Parses the two-letter VmFlags list ("rd wr mr mw me ac sd") into VMF bits. */
+uint64_t parse_vmflags(const char *s, size_t len);
+
+/* Reads and parses "smaps" relative to a /proc/PID directory fd. buf/bufcap
+ * is a caller-owned buffer that is grown as needed and reused across calls,
+ * so a steady-state pass does no allocation. Returns 0 or -errno
+ * (-ESRCH/-ENOENT when the process is gone). */
+int read_smaps(int proc_pid_dirfd, char **buf, size_t *bufcap, struct vma_list *out);

@@ -1,0 +1,138 @@
+/* collapse: batched process_madvise(MADV_COLLAPSE), one 2 MiB block per iovec.
+ *
+ * The kernel (mm/madvise.c, vector_madvise()) walks the iovecs in order and
+ * stops at the first one that fails. It returns the bytes of the iovecs it
+ * completed, or -1 with that first failure's errno when none completed. So a
+ * short count tells us which block failed but not why: we resubmit starting
+ * from that block, which retries it once and reports its errno if it fails
+ * again. */
+#include "collapse.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_process_madvise
+#define __NR_process_madvise 440
+#endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
+#define BLOCK_SIZE ((size_t)2 << 20)
+
+/* The kernel restarts interrupted iovecs itself; EINTR only reaches us on a
+ * fatal signal, so a few retries are plenty and keep a broken fn from
+ * spinning forever. */
+#define MAX_EINTR_RETRIES 8
+
+ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	return syscall(__NR_process_madvise, pidfd, iov, vlen, advice, flags);
+}
+
+int pidfd_open_pid(pid_t pid)
+{
+	return (int)syscall(__NR_pidfd_open, pid, 0U);
+}
+
+const char *collapse_outcome_name(enum collapse_outcome o)
+{
+	static const char *const names[COLLAPSE_NR_OUTCOMES] = {
+	    [COLLAPSE_OK] = "collapsed", [COLLAPSE_EAGAIN] = "eagain", [COLLAPSE_ENOMEM] = "enomem",
+	    [COLLAPSE_EBUSY] = "ebusy",  [COLLAPSE_EINVAL] = "einval", [COLLAPSE_ESRCH] = "esrch",
+	    [COLLAPSE_EPERM] = "eperm",  [COLLAPSE_OTHER] = "other",   [COLLAPSE_NOT_TRIED] = "not_tried",
+	};
+	return (unsigned)o < COLLAPSE_NR_OUTCOMES ? names[o] : "unknown";
+}
+
+enum collapse_outcome collapse_outcome_from_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return COLLAPSE_OK;
+	case EAGAIN:
+		return COLLAPSE_EAGAIN;
+	case ENOMEM:
+		return COLLAPSE_ENOMEM;
+	case EBUSY:
+		return COLLAPSE_EBUSY;
+	case EINVAL:
+		return COLLAPSE_EINVAL;
+	case ESRCH:
+		return COLLAPSE_ESRCH;
+	case EPERM:
+	case EACCES:
+		return COLLAPSE_EPERM;
+	default:
+		return COLLAPSE_OTHER;
+	}
+}
+
+/* Failures after which no further block can succeed now. */
+static int stops_everything(enum collapse_outcome o)
+{
+	return o == COLLAPSE_ENOMEM || o == COLLAPSE_ESRCH || o == COLLAPSE_EPERM;
+}
+
+/* One call, retried on EINTR a bounded number of times. */
+static ssize_t submit(process_madvise_fn fn, int pidfd, const struct iovec *iov, size_t vlen)
+{
+	ssize_t r;
+	int tries = 0;
+
+	do {
+		errno = 0;
+		r = fn(pidfd, iov, vlen, MADV_COLLAPSE, 0);
+	} while (r < 0 && errno == EINTR && ++tries <= MAX_EINTR_RETRIES);
+	return r;
+}
+
+size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out)
+{
+	struct iovec iov[COLLAPSE_MAX_IOV];
+	size_t collapsed = 0;
+	size_t i = 0;
+
+	for (size_t k = 0; k < n; k++)
+		out[k] = COLLAPSE_NOT_TRIED;
+
+	while (i < n) {
+		size_t vlen = n - i < COLLAPSE_MAX_IOV ? n - i : COLLAPSE_MAX_IOV;
+
+		for (size_t k = 0; k < vlen; k++) {
+			iov[k].iov_base = (void *)(uintptr_t)addrs[i + k];
+			iov[k].iov_len = BLOCK_SIZE;
+		}
+
+		ssize_t r = submit(fn, pidfd, iov, vlen);
+		if (r < 0) {
+			/* Nothing completed: block i failed with errno. */
+			int err = errno ? errno : EIO;
+			out[i] = collapse_outcome_from_errno(err);
+			if (stops_everything(out[i]))
+				return collapsed;
+			i++;
+			continue;
+		}
+
+		/* The kernel never returns 0 for a non-empty vector, nor a partial
+		 * iovec, nor more than asked. Trusting any of those could loop
+		 * forever or claim collapses that did not happen: give up on this
+		 * batch (outcome unknown) and on the rest (not tried). */
+		size_t done = (size_t)r / BLOCK_SIZE;
+		if (r == 0 || (size_t)r % BLOCK_SIZE != 0 || done > vlen) {
+			for (size_t k = 0; k < vlen; k++)
+				out[i + k] = COLLAPSE_OTHER;
+			return collapsed;
+		}
+
+		for (size_t k = 0; k < done; k++)
+			out[i + k] = COLLAPSE_OK;
+		collapsed += done;
+		/* A short count: block i + done failed; the next round starts
+		 * from it, learning its errno (or collapsing it after all). */
+		i += done;
+	}
+	return collapsed;
+}

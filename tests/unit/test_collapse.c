@@ -1,0 +1,431 @@
+/* collapse_blocks() against a scripted fake process_madvise that follows the
+ * kernel's contract, plus one collapse on the real kernel. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collapse.h"
+
+#define MIB        ((uint64_t)1 << 20)
+#define BLOCK      (2 * MIB)
+#define BASE       ((uint64_t)0x7f0000000000)
+#define MAX_BLOCKS 4096
+
+/* Per-block script: err 0 = collapses; otherwise fails with err, forever if
+ * fail_times is 0, else only that many times. */
+struct block_script {
+	int err;
+	int fail_times;
+};
+
+static struct fake {
+	struct block_script blocks[MAX_BLOCKS];
+	int attempts[MAX_BLOCKS]; /* how often the fake reached each block */
+	size_t calls, max_vlen;
+	uint64_t max_bytes;
+	int eintr_calls;     /* the first eintr_calls calls fail with EINTR; -1 = all */
+	int whole_errno;     /* every call fails at once with this (process gone…) */
+	ssize_t bogus;       /* if nonzero, calls return this… */
+	int bogus_zero;      /* …or 0, */
+	size_t honest_calls; /* …after this many honest calls */
+} fk;
+
+static void fake_reset(void)
+{
+	memset(&fk, 0, sizeof(fk));
+}
+
+static size_t block_index(const void *base)
+{
+	return (size_t)(((uint64_t)(uintptr_t)base - BASE) / BLOCK);
+}
+
+/* Like vector_madvise(): in order, stop at the first failure, return bytes
+ * done if any, else -1 with that failure's errno. */
+static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	uint64_t total = 0, done = 0;
+
+	assert_int_equal(pidfd, 42);
+	assert_int_equal(advice, MADV_COLLAPSE);
+	assert_int_equal(flags, 0);
+	fk.calls++;
+	if (vlen > fk.max_vlen)
+		fk.max_vlen = vlen;
+	for (size_t k = 0; k < vlen; k++)
+		total += iov[k].iov_len;
+	if (total > fk.max_bytes)
+		fk.max_bytes = total;
+
+	if (fk.eintr_calls < 0 || (size_t)fk.eintr_calls >= fk.calls) {
+		errno = EINTR;
+		return -1;
+	}
+	if (fk.whole_errno) {
+		errno = fk.whole_errno;
+		return -1;
+	}
+	if (fk.bogus_zero && fk.calls > fk.honest_calls)
+		return 0;
+	if (fk.bogus && fk.calls > fk.honest_calls)
+		return fk.bogus;
+
+	for (size_t k = 0; k < vlen; k++) {
+		size_t b = block_index(iov[k].iov_base);
+		struct block_script *s = &fk.blocks[b];
+
+		assert_int_equal(iov[k].iov_len, BLOCK);
+		assert_true(b < MAX_BLOCKS);
+		fk.attempts[b]++;
+		if (s->err && (s->fail_times == 0 || fk.attempts[b] <= s->fail_times)) {
+			if (done)
+				return (ssize_t)done;
+			errno = s->err;
+			return -1;
+		}
+		done += iov[k].iov_len;
+	}
+	return (ssize_t)done;
+}
+
+static uint64_t addrs[MAX_BLOCKS];
+static uint8_t out[MAX_BLOCKS];
+
+static int setup(void **state)
+{
+	(void)state;
+	fake_reset();
+	for (size_t i = 0; i < MAX_BLOCKS; i++)
+		addrs[i] = BASE + i * BLOCK;
+	memset(out, 0xff, sizeof(out));
+	return 0;
+}
+
+static size_t run(size_t n)
+{
+	return collapse_blocks(42, addrs, n, fake_madvise, out);
+}
+
+static void assert_outcomes(size_t from, size_t to, enum collapse_outcome o)
+{
+	for (size_t i = from; i < to; i++) {
+		if (out[i] != o)
+			fail_msg("block %zu: %s, expected %s", i, collapse_outcome_name(out[i]),
+				 collapse_outcome_name(o));
+	}
+}
+
+static void test_all_succeed(void **state)
+{
+	(void)state;
+	assert_int_equal(run(10), 10);
+	assert_outcomes(0, 10, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 1);
+	assert_int_equal(fk.max_vlen, 10);
+}
+
+static void test_empty(void **state)
+{
+	(void)state;
+	assert_int_equal(run(0), 0);
+	assert_int_equal(fk.calls, 0);
+}
+
+static void test_split_into_batches(void **state)
+{
+	(void)state;
+	assert_int_equal(run(2500), 2500); /* 1023 + 1023 + 454 */
+	assert_outcomes(0, 2500, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 3);
+	assert_int_equal(fk.max_vlen, COLLAPSE_MAX_IOV);
+	assert_true(fk.max_bytes < ((uint64_t)2 << 30));
+	for (size_t i = 0; i < 2500; i++)
+		assert_int_equal(fk.attempts[i], 1);
+}
+
+static void test_exactly_one_batch(void **state)
+{
+	(void)state;
+	assert_int_equal(run(COLLAPSE_MAX_IOV), COLLAPSE_MAX_IOV);
+	assert_int_equal(fk.calls, 1);
+	setup(NULL);
+	assert_int_equal(run(COLLAPSE_MAX_IOV + 1), COLLAPSE_MAX_IOV + 1);
+	assert_int_equal(fk.calls, 2);
+}
+
+static void test_failure_in_middle(void **state)
+{
+	(void)state;
+	fk.blocks[4].err = EINVAL;
+	assert_int_equal(run(10), 9);
+	assert_outcomes(0, 4, COLLAPSE_OK);
+	assert_int_equal(out[4], COLLAPSE_EINVAL);
+	assert_outcomes(5, 10, COLLAPSE_OK);
+	/* short count, resubmit from 4 (learns EINVAL), then 5..9 */
+	assert_int_equal(fk.calls, 3);
+	assert_int_equal(fk.attempts[4], 2);
+	assert_int_equal(fk.attempts[5], 1);
+}
+
+static void test_failure_in_second_batch(void **state)
+{
+	(void)state;
+	fk.blocks[1500].err = EBUSY;
+	assert_int_equal(run(2000), 1999);
+	assert_int_equal(out[1500], COLLAPSE_EBUSY);
+	assert_outcomes(0, 1500, COLLAPSE_OK);
+	assert_outcomes(1501, 2000, COLLAPSE_OK);
+	assert_int_equal(fk.max_vlen, COLLAPSE_MAX_IOV);
+	assert_true(fk.max_bytes < ((uint64_t)2 << 30));
+}
+
+static void test_eagain_per_block(void **state)
+{
+	(void)state;
+	fk.blocks[1].err = EAGAIN;
+	fk.blocks[3].err = EAGAIN;
+	fk.blocks[7].err = EAGAIN; /* the last one */
+	assert_int_equal(run(8), 5);
+	for (size_t i = 0; i < 8; i++)
+		assert_int_equal(out[i], (i == 1 || i == 3 || i == 7) ? COLLAPSE_EAGAIN : COLLAPSE_OK);
+}
+
+static void test_enomem_stops(void **state)
+{
+	(void)state;
+	fk.blocks[3].err = ENOMEM;
+	assert_int_equal(run(8), 3);
+	assert_outcomes(0, 3, COLLAPSE_OK);
+	assert_int_equal(out[3], COLLAPSE_ENOMEM);
+	assert_outcomes(4, 8, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.attempts[4], 0);
+	assert_int_equal(fk.calls, 2);
+}
+
+static void test_esrch_stops(void **state)
+{
+	(void)state;
+	fk.whole_errno = ESRCH;
+	assert_int_equal(run(2000), 0);
+	assert_int_equal(out[0], COLLAPSE_ESRCH);
+	assert_outcomes(1, 2000, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.calls, 1);
+}
+
+static void test_esrch_midway_stops(void **state)
+{
+	(void)state;
+	fk.blocks[2].err = ESRCH;
+	assert_int_equal(run(6), 2);
+	assert_int_equal(out[2], COLLAPSE_ESRCH);
+	assert_outcomes(3, 6, COLLAPSE_NOT_TRIED);
+}
+
+static void test_eperm_stops(void **state)
+{
+	(void)state;
+	fk.whole_errno = EPERM;
+	assert_int_equal(run(5), 0);
+	assert_int_equal(out[0], COLLAPSE_EPERM);
+	assert_outcomes(1, 5, COLLAPSE_NOT_TRIED);
+
+	setup(NULL);
+	fk.whole_errno = EACCES;
+	assert_int_equal(run(5), 0);
+	assert_int_equal(out[0], COLLAPSE_EPERM);
+	assert_outcomes(1, 5, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.calls, 1);
+}
+
+static void test_first_block_fails(void **state)
+{
+	(void)state;
+	fk.blocks[0].err = EINVAL;
+	assert_int_equal(run(5), 4);
+	assert_int_equal(out[0], COLLAPSE_EINVAL);
+	assert_outcomes(1, 5, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 2);
+	assert_int_equal(fk.attempts[0], 1);
+}
+
+static void test_other_errno(void **state)
+{
+	(void)state;
+	fk.blocks[1].err = EFAULT;
+	assert_int_equal(run(3), 2);
+	assert_int_equal(out[1], COLLAPSE_OTHER);
+}
+
+static void test_transient_succeeds_on_resubmission(void **state)
+{
+	(void)state;
+	fk.blocks[2].err = EAGAIN;
+	fk.blocks[2].fail_times = 1;
+	assert_int_equal(run(5), 5);
+	assert_outcomes(0, 5, COLLAPSE_OK);
+	assert_int_equal(fk.attempts[2], 2);
+	assert_int_equal(fk.calls, 2);
+}
+
+static void test_eintr_retried(void **state)
+{
+	(void)state;
+	fk.eintr_calls = 2;
+	assert_int_equal(run(4), 4);
+	assert_outcomes(0, 4, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 3);
+}
+
+static void test_eintr_forever_terminates(void **state)
+{
+	(void)state;
+	fk.eintr_calls = -1;
+	assert_int_equal(run(3), 0);
+	assert_outcomes(0, 3, COLLAPSE_OTHER);
+	assert_true(fk.calls >= 3 && fk.calls <= 3 * 20);
+}
+
+static void test_bogus_returns(void **state)
+{
+	(void)state;
+	static const ssize_t bogus[] = {
+	    (ssize_t)(3 * MIB),          /* not a whole iovec */
+	    (ssize_t)(4 * BLOCK),        /* more than submitted */
+	    (ssize_t)(3 * BLOCK + 4096), /* both */
+	};
+	for (size_t b = 0; b < sizeof(bogus) / sizeof(bogus[0]); b++) {
+		setup(NULL);
+		fk.bogus = bogus[b];
+		assert_int_equal(run(3), 0);
+		assert_outcomes(0, 3, COLLAPSE_OTHER);
+		assert_int_equal(fk.calls, 1);
+	}
+
+	/* 0 would otherwise mean "block i failed, resubmit it" forever. */
+	setup(NULL);
+	fk.bogus_zero = 1;
+	assert_int_equal(run(3), 0);
+	assert_outcomes(0, 3, COLLAPSE_OTHER);
+	assert_int_equal(fk.calls, 1);
+
+	/* A bogus answer in the second batch keeps what the first achieved. */
+	setup(NULL);
+	fk.bogus = (ssize_t)(3 * MIB);
+	fk.honest_calls = 1;
+	assert_int_equal(run(COLLAPSE_MAX_IOV + 2), COLLAPSE_MAX_IOV);
+	assert_outcomes(0, COLLAPSE_MAX_IOV, COLLAPSE_OK);
+	assert_outcomes(COLLAPSE_MAX_IOV, COLLAPSE_MAX_IOV + 2, COLLAPSE_OTHER);
+	assert_int_equal(fk.calls, 2);
+}
+
+static void test_outcome_names(void **state)
+{
+	(void)state;
+	assert_string_equal(collapse_outcome_name(COLLAPSE_OK), "collapsed");
+	assert_string_equal(collapse_outcome_name(COLLAPSE_EAGAIN), "eagain");
+	assert_string_equal(collapse_outcome_name(COLLAPSE_NOT_TRIED), "not_tried");
+	assert_string_equal(collapse_outcome_name(COLLAPSE_NR_OUTCOMES), "unknown");
+	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
+		assert_non_null(collapse_outcome_name((enum collapse_outcome)o));
+
+	assert_int_equal(collapse_outcome_from_errno(0), COLLAPSE_OK);
+	assert_int_equal(collapse_outcome_from_errno(EAGAIN), COLLAPSE_EAGAIN);
+	assert_int_equal(collapse_outcome_from_errno(ENOMEM), COLLAPSE_ENOMEM);
+	assert_int_equal(collapse_outcome_from_errno(EBUSY), COLLAPSE_EBUSY);
+	assert_int_equal(collapse_outcome_from_errno(EINVAL), COLLAPSE_EINVAL);
+	assert_int_equal(collapse_outcome_from_errno(ESRCH), COLLAPSE_ESRCH);
+	assert_int_equal(collapse_outcome_from_errno(EPERM), COLLAPSE_EPERM);
+	assert_int_equal(collapse_outcome_from_errno(EACCES), COLLAPSE_EPERM);
+	assert_int_equal(collapse_outcome_from_errno(EFAULT), COLLAPSE_OTHER);
+}
+
+/* Sum of AnonHugePages (kB) over the VMAs of /proc/self/smaps that overlap
+ * [start, end). */
+static long anon_huge_kb(uint64_t start, uint64_t end)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	int overlaps = 0;
+	long total = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, kb;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			overlaps = lo < end && hi > start;
+		else if (overlaps && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			total += (long)kb;
+	}
+	fclose(f);
+	return total;
+}
+
+static void test_real_kernel_collapse(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+
+	const size_t len = 4 * MIB;
+	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(raw != MAP_FAILED);
+	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	uint64_t start = (uint64_t)(uintptr_t)p;
+
+	/* Fault it in as 4 KiB pages first, then make it eligible. */
+	assert_int_equal(madvise(p, len, MADV_NOHUGEPAGE), 0);
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = (char)(off / 4096 + 1);
+	assert_int_equal(madvise(p, len, MADV_HUGEPAGE), 0);
+	assert_int_equal(anon_huge_kb(start, start + len), 0);
+
+	int pidfd = pidfd_open_pid(getpid());
+	assert_true(pidfd >= 0);
+	uint64_t blocks[2] = {start, start + BLOCK};
+	uint8_t res[2];
+	size_t n = collapse_blocks(pidfd, blocks, 2, sys_process_madvise, res);
+	close(pidfd);
+
+	assert_int_equal(res[0], COLLAPSE_OK);
+	assert_int_equal(res[1], COLLAPSE_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(anon_huge_kb(start, start + len), 4096);
+	for (size_t off = 0; off < len; off += 4096)
+		assert_int_equal(p[off], (char)(off / 4096 + 1));
+	munmap(raw, len + BLOCK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_all_succeed, setup),
+	    cmocka_unit_test_setup(test_empty, setup),
+	    cmocka_unit_test_setup(test_split_into_batches, setup),
+	    cmocka_unit_test_setup(test_exactly_one_batch, setup),
+	    cmocka_unit_test_setup(test_failure_in_middle, setup),
+	    cmocka_unit_test_setup(test_failure_in_second_batch, setup),
+	    cmocka_unit_test_setup(test_eagain_per_block, setup),
+	    cmocka_unit_test_setup(test_enomem_stops, setup),
+	    cmocka_unit_test_setup(test_esrch_stops, setup),
+	    cmocka_unit_test_setup(test_esrch_midway_stops, setup),
+	    cmocka_unit_test_setup(test_eperm_stops, setup),
+	    cmocka_unit_test_setup(test_first_block_fails, setup),
+	    cmocka_unit_test_setup(test_other_errno, setup),
+	    cmocka_unit_test_setup(test_transient_succeeds_on_resubmission, setup),
+	    cmocka_unit_test_setup(test_eintr_retried, setup),
+	    cmocka_unit_test_setup(test_eintr_forever_terminates, setup),
+	    cmocka_unit_test_setup(test_bogus_returns, setup),
+	    cmocka_unit_test(test_outcome_names),
+	    cmocka_unit_test(test_real_kernel_collapse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

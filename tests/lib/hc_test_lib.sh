@@ -1,0 +1,254 @@
+# shellcheck shell=bash
+# Shared helpers for tests/integration/*.sh. Source it, do not run it:
+#   . "$(dirname "$0")/../lib/hc_test_lib.sh"
+#
+# It owns a temp dir ($HC_TMP) and the workloads it starts; an EXIT trap kills
+# exactly those PIDs (never by name) and removes the temp dir. Tests print
+# TAP-ish "ok N - …" / "not ok N - …" lines and end with hc_summary, whose
+# last line is "N passed, N failed" and whose status is the test's exit code.
+# Do not use set -e: assertions report failures and carry on.
+
+HC_SRC=${HC_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+HC_BUILD=${HC_BUILD:-$HC_SRC/build}
+HC_BIN=${HC_BIN:-$HC_BUILD/hugecollapsed}
+HC_WORKLOAD=${HC_WORKLOAD:-$HC_BUILD/tests/hc_workload}
+
+HC_PASS=0
+HC_FAIL=0
+HC_PIDS=()             # workloads we started and have not reaped yet
+declare -A WL_PID=()   # name -> pid
+declare -A WL_ADDR=()  # name -> "0x…" start of its buffer
+declare -A WL_LEN=()   # name -> buffer length in bytes
+declare -A WL_OUT=()   # name -> file holding its stdout
+HC_TMP=$(mktemp -d /tmp/hc-test.XXXXXX) || exit 1
+
+hc_log()
+{
+	echo "# $*"
+}
+
+# Kill only children of this shell that we recorded: a PID whose parent is
+# not us has been reaped and possibly reused by someone else.
+hc_cleanup()
+{
+	local pid
+	for pid in "${HC_PIDS[@]}"; do
+		if [[ -r /proc/$pid/stat ]] && [[ $(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) == "$$" ]]; then
+			kill -TERM "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+		fi
+	done
+	HC_PIDS=()
+	[[ -n $HC_TMP && -d $HC_TMP ]] && rm -rf "$HC_TMP"
+}
+trap hc_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Skip (exit 77) unless we can do real kernel work.
+require_root()
+{
+	if [[ $(uname -s) != Linux ]]; then
+		echo "SKIP: needs Linux (this is $(uname -s))"
+		exit 77
+	fi
+	if [[ $EUID -ne 0 ]]; then
+		echo "SKIP: needs root (process_madvise on other processes, /proc/PID/pagemap PFNs)"
+		exit 77
+	fi
+}
+
+require_cmd()
+{
+	local c
+	for c in "$@"; do
+		if ! command -v "$c" >/dev/null; then
+			echo "SKIP: needs '$c' (apt-get install $c)"
+			exit 77
+		fi
+	done
+}
+
+# A missing binary is a broken build, not a reason to skip.
+require_exec()
+{
+	local f
+	for f in "$@"; do
+		if [[ ! -x $f ]]; then
+			echo "FAIL: $f is not an executable (set HC_BIN/HC_WORKLOAD or HC_BUILD)"
+			exit 1
+		fi
+	done
+}
+
+# start_workload ROLE MB [NAME [extra hc_workload args…]]
+# Starts hc_workload in the background and waits for its ready line. Sets
+# WL_PID/WL_ADDR/WL_LEN/WL_OUT[NAME] (NAME defaults to ROLE). Must run in
+# this shell, not in $(…), or the child would belong to a subshell.
+start_workload()
+{
+	local role=$1 mb=$2 name=${3:-$1}
+	shift 3 2>/dev/null || shift $#
+	local out="$HC_TMP/wl.$name.out"
+	"$HC_WORKLOAD" --role "$role" --mb "$mb" "$@" >"$out" 2>"$out.err" &
+	local pid=$!
+	HC_PIDS+=("$pid")
+	local i line
+	for ((i = 0; i < 600; i++)); do
+		line=$(head -n1 "$out")
+		[[ $line == ready* ]] && break
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "FAIL: workload $name ($role) died during set-up: $(cat "$out.err")"
+			return 1
+		fi
+		sleep 0.1
+	done
+	if [[ $line != ready* ]]; then
+		echo "FAIL: workload $name ($role) not ready after 60 s"
+		return 1
+	fi
+	local _ready rpid addr len
+	read -r _ready rpid addr len <<<"$line"
+	WL_PID[$name]=$rpid
+	WL_ADDR[$name]=$addr
+	WL_LEN[$name]=$len
+	WL_OUT[$name]=$out
+	hc_log "workload $name: role $role pid $rpid buffer $addr +$len"
+}
+
+# stop_workload NAME: SIGTERM, reap, return its exit status (0 = pattern
+# intact, 3 = corrupt; its stderr says where).
+stop_workload()
+{
+	local name=$1 pid=${WL_PID[$1]} rc
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	local keep=() p
+	for p in "${HC_PIDS[@]}"; do
+		[[ $p != "$pid" ]] && keep+=("$p")
+	done
+	HC_PIDS=("${keep[@]}")
+	if ((rc != 0)) && [[ -s ${WL_OUT[$name]}.err ]]; then
+		hc_log "workload $name stderr: $(cat "${WL_OUT[$name]}.err")"
+	fi
+	return "$rc"
+}
+
+# workload_verify NAME: ask a running workload to check its pattern; prints
+# its answer ("pattern ok" / "pattern bad at OFF").
+workload_verify()
+{
+	local name=$1 out=${WL_OUT[$1]} before i
+	before=$(wc -l <"$out")
+	kill -USR1 "${WL_PID[$name]}"
+	for ((i = 0; i < 100; i++)); do
+		if (($(wc -l <"$out") > before)); then
+			tail -n1 "$out"
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "no answer"
+	return 1
+}
+
+# smaps_field PID ADDR LEN FIELD: sum of "FIELD: N kB" over every VMA of PID
+# that intersects [ADDR, ADDR+LEN). The buffer may have been split into
+# several VMAs, so sum them all. mawk has no strtonum, hence hex2num (exact:
+# user addresses fit in a double's 53 bits).
+smaps_field()
+{
+	local pid=$1 addr=$2 len=$3 field=$4
+	awk -v lo="$((addr))" -v hi="$((addr + len))" -v field="$field:" '
+		function hex2num(s,    i, n) {
+			n = 0
+			s = tolower(s)
+			for (i = 1; i <= length(s); i++)
+				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return n
+		}
+		/^[0-9a-f]+-[0-9a-f]+ / {
+			split($1, r, "-")
+			inside = hex2num(r[1]) < hi + 0 && hex2num(r[2]) > lo + 0
+			next
+		}
+		inside && $1 == field { sum += $2 }
+		END { printf "%.0f\n", sum }
+	' "/proc/$pid/smaps"
+}
+
+# PMD-mapped bytes in [ADDR, ADDR+LEN): anon THPs plus shmem/file PMD maps.
+pmd_bytes()
+{
+	local pid=$1 addr=$2 len=$3 f kb=0
+	for f in AnonHugePages ShmemPmdMapped FilePmdMapped; do
+		kb=$((kb + $(smaps_field "$pid" "$addr" "$len" "$f")))
+	done
+	echo $((kb * 1024))
+}
+
+# pmd_pct PID ADDR LEN: PMD-mapped share of the range, integer percent.
+pmd_pct()
+{
+	local pid=$1 addr=$2 len=$3
+	echo $(($(pmd_bytes "$pid" "$addr" "$len") * 100 / len))
+}
+
+# Shorthands over a named workload.
+wl_field()
+{
+	smaps_field "${WL_PID[$1]}" "${WL_ADDR[$1]}" "${WL_LEN[$1]}" "$2"
+}
+wl_pmd_bytes()
+{
+	pmd_bytes "${WL_PID[$1]}" "${WL_ADDR[$1]}" "${WL_LEN[$1]}"
+}
+wl_pmd_pct()
+{
+	pmd_pct "${WL_PID[$1]}" "${WL_ADDR[$1]}" "${WL_LEN[$1]}"
+}
+
+# Assertions: DESC first, then values. Each prints one ok/not ok line.
+hc_ok()
+{
+	HC_PASS=$((HC_PASS + 1))
+	echo "ok $((HC_PASS + HC_FAIL)) - $1"
+}
+hc_not_ok()
+{
+	HC_FAIL=$((HC_FAIL + 1))
+	echo "not ok $((HC_PASS + HC_FAIL)) - $1"
+}
+
+assert_eq() # DESC ACTUAL EXPECTED
+{
+	if [[ $2 == "$3" ]]; then hc_ok "$1"; else hc_not_ok "$1: got '$2', expected '$3'"; fi
+}
+assert_ge() # DESC ACTUAL MIN
+{
+	if (($2 >= $3)); then hc_ok "$1 ($2 >= $3)"; else hc_not_ok "$1: got $2, expected >= $3"; fi
+}
+assert_le() # DESC ACTUAL MAX
+{
+	if (($2 <= $3)); then hc_ok "$1 ($2 <= $3)"; else hc_not_ok "$1: got $2, expected <= $3"; fi
+}
+assert_lt() # DESC ACTUAL LIMIT
+{
+	if (($2 < $3)); then hc_ok "$1 ($2 < $3)"; else hc_not_ok "$1: got $2, expected < $3"; fi
+}
+assert_cmd() # DESC CMD…: passes if CMD exits 0
+{
+	local desc=$1
+	shift
+	if "$@"; then hc_ok "$desc"; else hc_not_ok "$desc: '$*' failed with status $?"; fi
+}
+
+# The last line of every test; its status is the test's exit status. A test
+# that checked nothing has failed.
+hc_summary()
+{
+	echo "1..$((HC_PASS + HC_FAIL))"
+	echo "$HC_PASS passed, $HC_FAIL failed"
+	((HC_FAIL == 0 && HC_PASS > 0))
+}

@@ -1,0 +1,325 @@
+/* hc_workload: a process with one 2 MiB-aligned buffer in a known state, for
+ * integration tests and benchmarks.
+ *
+ *   hc_workload --role ROLE --mb N [--hot-interval-ms MS]
+ *
+ * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
+ * buffer in the state its role describes until SIGTERM/SIGINT. Every 64-bit
+ * word i of the buffer holds pattern_word(i), so a page moved to the wrong
+ * place or replaced by zeroes during a collapse is caught:
+ *   SIGUSR1          verify, print "pattern ok" or "pattern bad at OFF"
+ *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
+ * Exit 2 means bad usage or a set-up failure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE_SZ       4096u
+#define HPAGE_SZ      (2u << 20)
+#define WORDS_PER_PG  (PAGE_SZ / sizeof(uint64_t))
+#define PATTERN_SEED  UINT64_C(0x9e3779b97f4a7c15)
+#define SPARSE_STRIDE 16u /* the sparse role touches one page in 16 */
+
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF };
+
+static const char *const role_names[] = {"hot", "cold", "lazyfree", "sparse", "huge", "shmem", "nohuge", "thpoff"};
+
+static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t verify_requested;
+static volatile uint64_t read_sink; /* keeps the reads from being optimised away */
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_verify(int sig)
+{
+	(void)sig;
+	verify_requested = 1;
+}
+
+/* splitmix64 finaliser: every word differs from its neighbours, from other
+ * pages and from zero, so both a misplaced and a zero-filled page show. */
+static uint64_t pattern_word(uint64_t i)
+{
+	uint64_t z = i + PATTERN_SEED;
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "hc_workload: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+/* Over-allocate and trim head and tail: fine for private anon memory, whose
+ * pgoff follows the address. */
+static char *map_aligned_anon(size_t len)
+{
+	size_t span = len + HPAGE_SZ;
+	char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		die("mmap");
+	uintptr_t start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1);
+	size_t head = start - (uintptr_t)raw;
+	if (head)
+		munmap(raw, head);
+	if (span - head - len)
+		munmap((char *)start + len, span - head - len);
+	return (char *)start;
+}
+
+/* A shared mapping's pgoff does not follow its address, so trimming its head
+ * would break the (vm_start - pgoff) alignment collapse needs. Reserve an
+ * aligned hole instead and map the shmem at offset 0 right into it. */
+static char *map_aligned_shmem(size_t len)
+{
+	size_t span = len + HPAGE_SZ;
+	char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		die("mmap reserve");
+	uintptr_t start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1);
+	char *buf = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap shmem");
+	size_t head = start - (uintptr_t)raw;
+	if (head)
+		munmap(raw, head);
+	if (span - head - len)
+		munmap(buf + len, span - head - len);
+	return buf;
+}
+
+static void fill_page(char *buf, size_t page)
+{
+	uint64_t *w = (uint64_t *)(buf + page * PAGE_SZ);
+	uint64_t first = page * WORDS_PER_PG;
+	for (size_t j = 0; j < WORDS_PER_PG; j++)
+		w[j] = pattern_word(first + j);
+}
+
+static bool page_touched(enum role r, size_t page)
+{
+	return r != SPARSE || page % SPARSE_STRIDE == 0;
+}
+
+static void fill(enum role r, char *buf, size_t len)
+{
+	for (size_t p = 0; p < len / PAGE_SZ; p++)
+		if (page_touched(r, p))
+			fill_page(buf, p);
+}
+
+/* Byte offset of the page's first wrong word, or -1. */
+static long page_mismatch(const char *buf, size_t page)
+{
+	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_SZ);
+	uint64_t first = page * WORDS_PER_PG;
+	for (size_t j = 0; j < WORDS_PER_PG; j++)
+		if (w[j] != pattern_word(first + j))
+			return (long)(page * PAGE_SZ + j * sizeof(uint64_t));
+	return -1;
+}
+
+static bool page_all_zero(const char *buf, size_t page)
+{
+	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_SZ);
+	for (size_t j = 0; j < WORDS_PER_PG; j++)
+		if (w[j])
+			return false;
+	return true;
+}
+
+/* Offset of the first bad word, or -1 if the buffer is intact. The kernel may
+ * discard lazy-free pages, so for that role an all-zero page is fine too.
+ * The sparse role only checks the pages it wrote (reading the others would
+ * map the zero page into them and change what a scanner sees). */
+static long verify(enum role r, const char *buf, size_t len)
+{
+	for (size_t p = 0; p < len / PAGE_SZ; p++) {
+		if (!page_touched(r, p))
+			continue;
+		long off = page_mismatch(buf, p);
+		if (off >= 0 && !(r == LAZYFREE && page_all_zero(buf, p)))
+			return off;
+	}
+	return -1;
+}
+
+/* One round of access. Hot roles write the same value back into each page
+ * (dirty + young) and read another word; lazyfree only reads (a write would
+ * make the page non-lazy-free again); sparse reads the pages it touched. */
+static void access_round(enum role r, char *buf, size_t len)
+{
+	uint64_t sum = 0;
+	for (size_t p = 0; p < len / PAGE_SZ; p++) {
+		if (!page_touched(r, p))
+			continue;
+		volatile uint64_t *w = (volatile uint64_t *)(buf + p * PAGE_SZ);
+		if (r != LAZYFREE && r != SPARSE)
+			w[0] = pattern_word(p * WORDS_PER_PG);
+		sum += w[WORDS_PER_PG / 2];
+	}
+	read_sink = sum;
+}
+
+/* Sum of one "Name: N kB" smaps field over the VMAs inside [buf, buf+len). */
+static unsigned long smaps_kb(const char *buf, size_t len, const char *field)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		die("open /proc/self/smaps");
+	char line[512];
+	size_t flen = strlen(field);
+	bool inside = false;
+	unsigned long total = 0;
+	while (fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+		/* Only VMA header lines start with "hex-hex". */
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) {
+			inside = lo < (uintptr_t)buf + len && hi > (uintptr_t)buf;
+			continue;
+		}
+		if (inside && !strncmp(line, field, flen) && line[flen] == ':')
+			total += strtoul(line + flen + 1, NULL, 10);
+	}
+	fclose(f);
+	return total;
+}
+
+/* Every role but huge must start out as 4 KiB pages, or the test it serves
+ * would measure nothing; THP enabled=always would break that. */
+static void check_small_pages(enum role r, const char *buf, size_t len)
+{
+	const char *field = r == SHMEM ? "ShmemPmdMapped" : "AnonHugePages";
+	unsigned long kb = smaps_kb(buf, len, field);
+	if (r != HUGE && kb) {
+		fprintf(stderr, "hc_workload: %s role got %s: %lu kB after fill (THP enabled=always?)\n", role_names[r],
+			field, kb);
+		exit(2);
+	}
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL); /* a signal cuts it short: that is what we want */
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff --mb N "
+			"[--hot-interval-ms MS]\n");
+	exit(2);
+}
+
+static enum role parse_role(const char *s)
+{
+	for (size_t i = 0; i < sizeof(role_names) / sizeof(role_names[0]); i++)
+		if (!strcmp(s, role_names[i]))
+			return (enum role)i;
+	usage();
+	return HOT;
+}
+
+static unsigned long parse_num(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s ? s : "", &end, 10);
+	if (!s || !*s || *end || errno || v == 0)
+		usage();
+	return v;
+}
+
+static void install_handlers(void)
+{
+	struct sigaction sa = {0};
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop; /* no SA_RESTART: interrupt the sleep */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_verify;
+	sigaction(SIGUSR1, &sa, NULL);
+	/* If the test script dies, do not outlive it. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+int main(int argc, char **argv)
+{
+	enum role r = HOT;
+	bool have_role = false;
+	unsigned long mb = 0, interval_ms = 50;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--role") && i + 1 < argc) {
+			r = parse_role(argv[++i]);
+			have_role = true;
+		} else if (!strcmp(argv[i], "--mb")) {
+			mb = parse_num(argv[++i]);
+		} else if (!strcmp(argv[i], "--hot-interval-ms")) {
+			interval_ms = parse_num(argv[++i]);
+		} else {
+			usage();
+		}
+	}
+	if (!have_role || !mb)
+		usage();
+	/* Round up to whole 2 MiB blocks. */
+	size_t len = ((size_t)mb << 20) + HPAGE_SZ - 1;
+	len &= ~(size_t)(HPAGE_SZ - 1);
+
+	install_handlers();
+	if (r == THPOFF && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+		die("prctl(PR_SET_THP_DISABLE)");
+
+	char *buf = r == SHMEM ? map_aligned_shmem(len) : map_aligned_anon(len);
+	/* Flags go on before the first touch so the faults already obey them. */
+	if (r == HUGE && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	if (r == NOHUGE && madvise(buf, len, MADV_NOHUGEPAGE))
+		die("madvise(MADV_NOHUGEPAGE)");
+	fill(r, buf, len);
+	check_small_pages(r, buf, len);
+	if (r == COLD && madvise(buf, len, MADV_COLD))
+		die("madvise(MADV_COLD)");
+	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))
+		die("madvise(MADV_FREE)");
+
+	printf("ready %ld 0x%" PRIxPTR " %zu\n", (long)getpid(), (uintptr_t)buf, len);
+	fflush(stdout);
+
+	while (!stop_requested) {
+		if (verify_requested) {
+			verify_requested = 0;
+			long off = verify(r, buf, len);
+			if (off < 0)
+				printf("pattern ok\n");
+			else
+				printf("pattern bad at %ld\n", off);
+			fflush(stdout);
+		}
+		if (r != COLD)
+			access_round(r, buf, len);
+		sleep_ms((unsigned)interval_ms);
+	}
+
+	long off = verify(r, buf, len);
+	if (off >= 0) {
+		fprintf(stderr, "hc_workload: %s: pattern bad at offset %ld\n", role_names[r], off);
+		return 3;
+	}
+	return 0;
+}

@@ -1,0 +1,381 @@
+/* procs: process sampling through libproc2, and parsers for /proc/PID files.
+ *
+ * Every item asked from libproc2 comes from /proc/PID/stat, so one reap
+ * reads one file per process. */
+#include "procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libproc2/pids.h>
+
+/* ---- sampling ---------------------------------------------------------- */
+
+static enum pids_item sample_items[] = {
+    PIDS_ID_PID, PIDS_TICS_BEGAN,  PIDS_TICS_ALL, PIDS_FLT_MIN, PIDS_FLT_MAJ,
+    PIDS_RSS,    PIDS_VSIZE_BYTES, PIDS_CMD,      PIDS_STATE,
+};
+/* Indexes into a result stack, in the order of sample_items. */
+enum { I_PID, I_BEGAN, I_TICS, I_MINFLT, I_MAJFLT, I_RSS, I_VSIZE, I_CMD, I_STATE };
+
+struct procs {
+	struct pids_info *info; /* kept open: libproc2 caches per-reap state */
+};
+
+struct procs *procs_open(void)
+{
+	struct procs *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	int rc = procps_pids_new(&p->info, sample_items, sizeof(sample_items) / sizeof(sample_items[0]));
+	if (rc < 0) {
+		free(p);
+		errno = -rc;
+		return NULL;
+	}
+	return p;
+}
+
+void procs_close(struct procs *p)
+{
+	if (!p)
+		return;
+	procps_pids_unref(&p->info);
+	free(p);
+}
+
+static int table_reserve(struct proc_table *t, size_t want)
+{
+	if (want <= t->cap)
+		return 0;
+	size_t cap = t->cap ? t->cap : 256;
+	while (cap < want)
+		cap *= 2;
+	struct proc_sample *np = realloc(t->p, cap * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	t->p = np;
+	t->cap = cap;
+	return 0;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = ((const struct proc_sample *)a)->pid, y = ((const struct proc_sample *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+int procs_sample(struct procs *p, struct proc_table *out)
+{
+	errno = 0;
+	struct pids_fetch *f = procps_pids_reap(p->info, PIDS_FETCH_TASKS_ONLY);
+	if (!f)
+		return errno ? -errno : -EIO;
+
+	int total = f->counts->total;
+	out->n = 0;
+	if (table_reserve(out, (size_t)(total > 0 ? total : 0)) < 0)
+		return -ENOMEM;
+
+	int sorted = 1;
+	for (int k = 0; k < total; k++) {
+		struct pids_stack *s = f->stacks[k];
+		char state = PIDS_VAL(I_STATE, s_ch, s, p->info);
+		unsigned long vsize = PIDS_VAL(I_VSIZE, ul_int, s, p->info);
+
+		/* No mm: kernel threads (vsize 0) and zombies. */
+		if (vsize == 0 || state == 'Z')
+			continue;
+
+		struct proc_sample *ps = &out->p[out->n];
+		ps->pid = PIDS_VAL(I_PID, s_int, s, p->info);
+		ps->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, p->info);
+		ps->cpu_ticks = PIDS_VAL(I_TICS, ull_int, s, p->info);
+		ps->minflt = PIDS_VAL(I_MINFLT, ul_int, s, p->info);
+		ps->majflt = PIDS_VAL(I_MAJFLT, ul_int, s, p->info);
+		ps->rss_pages = PIDS_VAL(I_RSS, ul_int, s, p->info);
+		ps->vsize = vsize;
+		const char *cmd = PIDS_VAL(I_CMD, str, s, p->info);
+		snprintf(ps->comm, sizeof(ps->comm), "%s", cmd ? cmd : "");
+
+		if (out->n > 0 && out->p[out->n - 1].pid > ps->pid)
+			sorted = 0;
+		out->n++;
+	}
+	/* readdir(/proc) order is ascending by pid, so this rarely runs. */
+	if (!sorted)
+		qsort(out->p, out->n, sizeof(*out->p), by_pid);
+	return 0;
+}
+
+void proc_table_free(struct proc_table *t)
+{
+	free(t->p);
+	t->p = NULL;
+	t->n = t->cap = 0;
+}
+
+const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->p[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->p[lo].pid == pid ? &t->p[lo] : NULL;
+}
+
+/* ---- parsers ----------------------------------------------------------- */
+
+/* Parses an unsigned decimal token of exactly len bytes. */
+static int parse_u64(const char *s, size_t len, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9 || x > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
+/* Field numbers as in proc(5) /proc/pid/stat, counting from 1. */
+enum {
+	F_STATE = 3,
+	F_MINFLT = 10,
+	F_MAJFLT = 12,
+	F_UTIME = 14,
+	F_STIME = 15,
+	F_STARTTIME = 22,
+	F_VSIZE = 23,
+	F_RSS = 24,
+};
+
+int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
+{
+	const char *end = buf + len;
+	const char *open = memchr(buf, '(', len);
+	const char *close = NULL;
+	uint64_t pid, utime = 0, stime = 0;
+
+	/* comm may hold spaces and ')': it ends at the LAST ')'. */
+	for (const char *c = end; c > buf; c--) {
+		if (c[-1] == ')') {
+			close = c - 1;
+			break;
+		}
+	}
+	if (!open || !close || close < open || open < buf + 2 || open[-1] != ' ')
+		return -EINVAL;
+	if (parse_u64(buf, (size_t)(open - 1 - buf), &pid) < 0 || pid == 0 || pid > INT32_MAX)
+		return -EINVAL;
+
+	struct proc_sample s = {.pid = (pid_t)pid};
+	size_t comm_len = (size_t)(close - open - 1);
+	if (comm_len >= sizeof(s.comm))
+		comm_len = sizeof(s.comm) - 1;
+	memcpy(s.comm, open + 1, comm_len);
+	s.comm[comm_len] = '\0';
+
+	const char *c = close + 1;
+	int field = 3;
+	for (; field <= F_RSS; field++) {
+		if (c >= end || *c != ' ')
+			return -EINVAL;
+		const char *tok = ++c;
+		while (c < end && *c != ' ' && *c != '\n')
+			c++;
+		size_t tlen = (size_t)(c - tok);
+		uint64_t v;
+
+		switch (field) {
+		case F_STATE:
+			if (tlen != 1)
+				return -EINVAL;
+			continue;
+		case F_MINFLT:
+		case F_MAJFLT:
+		case F_UTIME:
+		case F_STIME:
+		case F_STARTTIME:
+		case F_VSIZE:
+		case F_RSS:
+			if (parse_u64(tok, tlen, &v) < 0)
+				return -EINVAL;
+			break;
+		default:
+			if (tlen == 0)
+				return -EINVAL;
+			continue;
+		}
+		switch (field) {
+		case F_MINFLT:
+			s.minflt = v;
+			break;
+		case F_MAJFLT:
+			s.majflt = v;
+			break;
+		case F_UTIME:
+			utime = v;
+			break;
+		case F_STIME:
+			stime = v;
+			break;
+		case F_STARTTIME:
+			s.start_ticks = v;
+			break;
+		case F_VSIZE:
+			s.vsize = v;
+			break;
+		case F_RSS:
+			s.rss_pages = v;
+			break;
+		}
+	}
+	/* The kernel prints more fields after rss: without them, rss itself
+	 * may have been cut short. */
+	if (c >= end || *c != ' ')
+		return -EINVAL;
+	s.cpu_ticks = utime + stime;
+	*out = s;
+	return 0;
+}
+
+/* Finds the line starting with prefix; returns its rest and length. */
+static const char *find_line(const char *buf, size_t len, const char *prefix, size_t *rest_len)
+{
+	size_t plen = strlen(prefix);
+	const char *end = buf + len;
+
+	for (const char *line = buf; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *eol = nl ? nl : end;
+		if ((size_t)(eol - line) >= plen && memcmp(line, prefix, plen) == 0) {
+			*rest_len = (size_t)(eol - line) - plen;
+			return line + plen;
+		}
+		line = eol + 1;
+	}
+	return NULL;
+}
+
+int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen)
+{
+	size_t plen;
+	/* Hybrid hosts also list v1 hierarchies as "N:controllers:/path". */
+	const char *p = find_line(buf, len, "0::", &plen);
+
+	if (!p)
+		return -ENOENT;
+	if (plen == 0 || p[0] != '/' || memchr(p, '\0', plen))
+		return -EINVAL;
+	if (plen >= pathlen)
+		return -ENAMETOOLONG;
+	memcpy(path, p, plen);
+	path[plen] = '\0';
+	return 0;
+}
+
+int parse_status_thp_enabled(const char *buf, size_t len)
+{
+	size_t vlen;
+	const char *v = find_line(buf, len, "THP_enabled:", &vlen);
+
+	if (!v)
+		return 1; /* older kernels: no prctl to worry about */
+	while (vlen > 0 && (*v == '\t' || *v == ' ')) {
+		v++;
+		vlen--;
+	}
+	/* Only an explicit 0 means disabled; anything else keeps the default. */
+	return vlen == 1 && *v == '0' ? 0 : 1;
+}
+
+/* ---- readers ----------------------------------------------------------- */
+
+/* Truncation is an error (-EFBIG): a cut /proc file would parse wrongly. */
+ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
+{
+	if (bufsize == 0)
+		return -EINVAL;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+
+	size_t len = 0;
+	for (;;) {
+		char extra;
+		/* Once full, read one byte more to tell "exactly fits" from "cut". */
+		char *dst = len < bufsize - 1 ? buf + len : &extra;
+		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
+		ssize_t r = read(fd, dst, room);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int err = errno;
+			close(fd);
+			return -err;
+		}
+		if (r == 0)
+			break;
+		if (dst == &extra) {
+			close(fd);
+			return -EFBIG;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
+int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out)
+{
+	char buf[2048]; /* 52 numbers and a 64-byte comm fit easily */
+	ssize_t n = read_small_file_at(proc_pid_dirfd, "stat", buf, sizeof(buf));
+	return n < 0 ? (int)n : parse_stat_buf(buf, (size_t)n, out);
+}
+
+/* cgroup and status can exceed a page (v1 hierarchies, long Groups:). */
+#define BIG_PROC_FILE 32768
+
+int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen)
+{
+	char *buf = malloc(BIG_PROC_FILE);
+	if (!buf)
+		return -ENOMEM;
+	ssize_t n = read_small_file_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
+	int rc = n < 0 ? (int)n : parse_cgroup_buf(buf, (size_t)n, path, pathlen);
+	free(buf);
+	return rc;
+}
+
+int read_proc_thp_enabled(int proc_pid_dirfd)
+{
+	char *buf = malloc(BIG_PROC_FILE);
+	if (!buf)
+		return -ENOMEM;
+	ssize_t n = read_small_file_at(proc_pid_dirfd, "status", buf, BIG_PROC_FILE);
+	int rc = n < 0 ? (int)n : parse_status_thp_enabled(buf, (size_t)n);
+	free(buf);
+	return rc;
+}
+
+const char *proc_root(void)
+{
+	const char *r = getenv("HC_PROC_ROOT");
+	return r && *r ? r : "/proc";
+}

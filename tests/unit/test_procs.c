@@ -1,0 +1,443 @@
+/* procs: parsers and readers over captured and hostile /proc fixtures, and
+ * procs_sample() on the live system. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "procs.h"
+
+#define FIXTURES HC_FIXTURES "/proc"
+
+/* Opens a fixture directory through proc_root(), as the daemon would. */
+static int open_fixture_dir(const char *name)
+{
+	char path[PATH_MAX];
+
+	assert_int_equal(setenv("HC_PROC_ROOT", FIXTURES, 1), 0);
+	snprintf(path, sizeof(path), "%s/%s", proc_root(), name);
+	unsetenv("HC_PROC_ROOT");
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		fail_msg("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static char buf[65536];
+
+/* Reads hostile/<name> into buf; returns its length. */
+static size_t load_hostile(const char *name)
+{
+	int dfd = open_fixture_dir("hostile");
+	ssize_t n = read_small_file_at(dfd, name, buf, sizeof(buf));
+	close(dfd);
+	if (n < 0)
+		fail_msg("read %s: %s", name, strerror((int)-n));
+	return (size_t)n;
+}
+
+/* ---- stat ---- */
+
+static void test_real_stat(void **state)
+{
+	(void)state;
+	struct proc_sample s;
+	int dfd = open_fixture_dir("real");
+
+	assert_int_equal(read_proc_stat(dfd, &s), 0);
+	close(dfd);
+	assert_int_equal(s.pid, 13948);
+	assert_string_equal(s.comm, "hc-fixture");
+	assert_int_equal(s.minflt, 2156);
+	assert_int_equal(s.majflt, 0);
+	assert_int_equal(s.cpu_ticks, 7 + 1);
+	assert_int_equal(s.start_ticks, 57057);
+	assert_int_equal(s.vsize, 10928128);
+	assert_int_equal(s.rss_pages, 2308);
+}
+
+static void test_comm_with_spaces_and_parens(void **state)
+{
+	(void)state;
+	struct proc_sample s;
+	int dfd = open_fixture_dir("comm_parens");
+
+	assert_int_equal(read_proc_stat(dfd, &s), 0);
+	close(dfd);
+	assert_int_equal(s.pid, 13955);
+	assert_string_equal(s.comm, "(a) b)");
+	assert_int_equal(s.minflt, 2158);
+	assert_int_equal(s.cpu_ticks, 12 + 1);
+	assert_int_equal(s.start_ticks, 57072);
+	assert_int_equal(s.rss_pages, 2329);
+}
+
+static void test_kthread_stat(void **state)
+{
+	(void)state;
+	struct proc_sample s;
+	int dfd = open_fixture_dir("kthread");
+
+	assert_int_equal(read_proc_stat(dfd, &s), 0);
+	close(dfd);
+	assert_int_equal(s.pid, 2);
+	assert_string_equal(s.comm, "kthreadd");
+	assert_int_equal(s.vsize, 0);
+	assert_int_equal(s.rss_pages, 0);
+	assert_int_equal(s.start_ticks, 18);
+}
+
+static void test_hostile_stat_rejected(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+	    "stat_truncated", "stat_truncated_early", "stat_empty",
+	    "stat_garbage",   "stat_no_close_paren",  "stat_bad_number",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct proc_sample s = {.pid = 77};
+		size_t n = load_hostile(names[i]);
+		if (parse_stat_buf(buf, n, &s) != -EINVAL)
+			fail_msg("%s was accepted", names[i]);
+		assert_int_equal(s.pid, 77); /* untouched on failure */
+	}
+}
+
+static void test_long_comm_truncated(void **state)
+{
+	(void)state;
+	struct proc_sample s;
+	size_t n = load_hostile("stat_long_comm");
+
+	assert_int_equal(parse_stat_buf(buf, n, &s), 0);
+	assert_int_equal(strlen(s.comm), sizeof(s.comm) - 1);
+	assert_int_equal(s.comm[0], 'c');
+	assert_int_equal(s.minflt, 2156);
+	assert_int_equal(s.rss_pages, 2308);
+}
+
+static void test_stat_inline_edge_cases(void **state)
+{
+	(void)state;
+	struct proc_sample s;
+	/* fields 3..24, then more */
+	const char *tail = " R 1 2 3 4 -1 6 100 8 9 10 11 12 13 14 20 0 1 0 555 4096 3 18446744073709551615 0\n";
+	char line[512];
+
+	snprintf(line, sizeof(line), "5 ())%s", tail);
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), 0);
+	assert_string_equal(s.comm, ")");
+	assert_int_equal(s.minflt, 100);
+	assert_int_equal(s.majflt, 9);
+	assert_int_equal(s.cpu_ticks, 11 + 12);
+	assert_int_equal(s.start_ticks, 555);
+	assert_int_equal(s.vsize, 4096);
+	assert_int_equal(s.rss_pages, 3);
+
+	snprintf(line, sizeof(line), "6 ( ) R S)%s", tail); /* looks like fields */
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), 0);
+	assert_string_equal(s.comm, " ) R S");
+	assert_int_equal(s.pid, 6);
+
+	snprintf(line, sizeof(line), "7 ()%s", tail); /* empty comm */
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), 0);
+	assert_string_equal(s.comm, "");
+
+	/* The buffer need not be NUL-terminated: only len bytes count. */
+	snprintf(line, sizeof(line), "8 (x)%s", tail);
+	size_t full = strlen(line);
+	assert_int_equal(parse_stat_buf(line, full - 1, &s), 0); /* no '\n' */
+	assert_int_equal(parse_stat_buf(line, full - 25, &s), -EINVAL);
+
+	/* Cut right after rss: rss may be incomplete. */
+	snprintf(line, sizeof(line), "8 (x) R 1 2 3 4 -1 6 1 8 9 10 11 12 13 14 20 0 1 0 5 6 7\n");
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "8 (x) R 1 2 3 4 -1 6 1 8 9 10 11 12 13 14 20 0 1 0 5 6 7 0");
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), 0);
+	assert_int_equal(s.rss_pages, 7);
+
+	/* Lying pid, no space before '(', overflowing number. */
+	snprintf(line, sizeof(line), "x (x)%s", tail);
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "8(x)%s", tail);
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "0 (x)%s", tail);
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "8 (x) R 1 2 3 4 -1 6 99999999999999999999 8 9 10 11 12 13 14 20 0 1 0 5 6 7 0\n");
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "8 (x) RR 1 2 3 4 -1 6 1 8 9 10 11 12 13 14 20 0 1 0 5 6 7 0\n");
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+	snprintf(line, sizeof(line), "8 (x) R 1 2 3 4 -1 6 1 8 9 10 11 12 13 14 20 0 1 0 5 6  7 0\n");
+	assert_int_equal(parse_stat_buf(line, strlen(line), &s), -EINVAL);
+}
+
+/* ---- cgroup ---- */
+
+static void test_real_cgroup_hybrid(void **state)
+{
+	(void)state;
+	char path[4096];
+	int dfd = open_fixture_dir("real");
+
+	/* v1 lines come first on this host; the 0:: line is last. */
+	assert_int_equal(read_proc_cgroup(dfd, path, sizeof(path)), 0);
+	close(dfd);
+	assert_string_equal(path, "/");
+}
+
+static int parse_cgroup_fixture(const char *name, char *path, size_t pathlen)
+{
+	size_t n = load_hostile(name);
+	return parse_cgroup_buf(buf, n, path, pathlen);
+}
+
+static void test_cgroup_variants(void **state)
+{
+	(void)state;
+	char path[4096];
+
+	assert_int_equal(parse_cgroup_fixture("cgroup_hybrid_v2_first", path, sizeof(path)), 0);
+	assert_string_equal(path, "/system.slice/foo.service");
+	assert_int_equal(parse_cgroup_fixture("cgroup_v2_only", path, sizeof(path)), 0);
+	assert_string_equal(path, "/user.slice/user-0.slice/session-1.scope");
+	assert_int_equal(parse_cgroup_fixture("cgroup_no_newline", path, sizeof(path)), 0);
+	assert_string_equal(path, "/a b/c:d");
+	assert_int_equal(parse_cgroup_fixture("cgroup_no_v2", path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup_fixture("cgroup_lookalike", path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup_fixture("cgroup_empty_path", path, sizeof(path)), -EINVAL);
+	assert_int_equal(parse_cgroup_buf("", 0, path, sizeof(path)), -ENOENT);
+	assert_int_equal(parse_cgroup_buf("0::x\n", 5, path, sizeof(path)), -EINVAL);
+}
+
+static void test_cgroup_overlong(void **state)
+{
+	(void)state;
+	static char big[8192];
+
+	assert_int_equal(parse_cgroup_fixture("cgroup_overlong", big, 4096), -ENAMETOOLONG);
+	assert_int_equal(parse_cgroup_fixture("cgroup_overlong", big, sizeof(big)), 0);
+	assert_int_equal(strlen(big), 5001);
+
+	/* Exact boundary: "/x" needs 3 bytes. */
+	assert_int_equal(parse_cgroup_buf("0::/x\n", 6, big, 2), -ENAMETOOLONG);
+	assert_int_equal(parse_cgroup_buf("0::/x\n", 6, big, 3), 0);
+	assert_string_equal(big, "/x");
+}
+
+/* ---- status ---- */
+
+static void test_status_thp(void **state)
+{
+	(void)state;
+	int dfd = open_fixture_dir("real");
+	assert_int_equal(read_proc_thp_enabled(dfd), 1);
+	close(dfd);
+
+	dfd = open_fixture_dir("thp_disabled");
+	assert_int_equal(read_proc_thp_enabled(dfd), 0);
+	close(dfd);
+
+	size_t n = load_hostile("status_no_thp");
+	assert_null(strstr(buf, "THP_enabled"));
+	assert_int_equal(parse_status_thp_enabled(buf, n), 1);
+	n = load_hostile("status_lookalike");
+	assert_int_equal(parse_status_thp_enabled(buf, n), 1);
+	n = load_hostile("status_thp0_no_newline");
+	assert_int_equal(parse_status_thp_enabled(buf, n), 0);
+	assert_int_equal(parse_status_thp_enabled("", 0), 1);
+}
+
+/* ---- readers ---- */
+
+static void test_read_small_file_at(void **state)
+{
+	(void)state;
+	int dfd = open_fixture_dir("hostile");
+	char small[32];
+
+	assert_int_equal(read_small_file_at(dfd, "no_such_file", small, sizeof(small)), -ENOENT);
+	assert_int_equal(read_small_file_at(dfd, "stat_empty", small, sizeof(small)), 0);
+	assert_string_equal(small, "");
+	/* cgroup_no_newline is 11 bytes: 12 fits exactly, 11 is cut. */
+	assert_int_equal(read_small_file_at(dfd, "cgroup_no_newline", small, 12), 11);
+	assert_string_equal(small, "0::/a b/c:d");
+	assert_int_equal(read_small_file_at(dfd, "cgroup_no_newline", small, 11), -EFBIG);
+	assert_int_equal(read_small_file_at(dfd, "cgroup_overlong", small, sizeof(small)), -EFBIG);
+	assert_int_equal(read_small_file_at(dfd, "stat_empty", small, 0), -EINVAL);
+	assert_int_equal(read_small_file_at(dfd, ".", small, sizeof(small)), -EISDIR);
+	close(dfd);
+}
+
+static void test_proc_root(void **state)
+{
+	(void)state;
+	unsetenv("HC_PROC_ROOT");
+	assert_string_equal(proc_root(), "/proc");
+	setenv("HC_PROC_ROOT", "/tmp/fake", 1);
+	assert_string_equal(proc_root(), "/tmp/fake");
+	setenv("HC_PROC_ROOT", "", 1);
+	assert_string_equal(proc_root(), "/proc");
+	unsetenv("HC_PROC_ROOT");
+}
+
+/* ---- live ---- */
+
+static const struct proc_sample *sample_self(struct procs *p, struct proc_table *t)
+{
+	assert_int_equal(procs_sample(p, t), 0);
+	const struct proc_sample *me = proc_table_find(t, getpid());
+	assert_non_null(me);
+	return me;
+}
+
+static void test_live_self(void **state)
+{
+	(void)state;
+	struct procs *p = procs_open();
+	struct proc_table t = {0};
+	struct proc_sample direct;
+
+	assert_non_null(p);
+	const struct proc_sample *me = sample_self(p, &t);
+	int dfd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(read_proc_stat(dfd, &direct), 0);
+	close(dfd);
+
+	assert_int_equal(me->pid, direct.pid);
+	assert_int_equal(me->start_ticks, direct.start_ticks);
+	assert_string_equal(me->comm, direct.comm);
+	assert_true(me->vsize > 0);
+	assert_true(me->rss_pages > 0);
+	assert_true(me->minflt > 0 && me->minflt <= direct.minflt);
+	uint64_t minflt0 = me->minflt, rss0 = me->rss_pages;
+
+	/* Fresh memory, touched one 4 KiB page at a time. */
+	const size_t len = 16 << 20;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	madvise(m, len, MADV_NOHUGEPAGE);
+	for (size_t off = 0; off < len; off += 4096)
+		m[off] = 1;
+
+	me = sample_self(p, &t);
+	/* ≥ one fault per 64 KiB even if mTHP is on; 4096 with 4 KiB pages. */
+	assert_true(me->minflt >= minflt0 + len / 65536);
+	assert_true(me->rss_pages >= rss0 + len / 4096 / 2);
+	assert_int_equal(me->start_ticks, direct.start_ticks);
+	munmap(m, len);
+
+	proc_table_free(&t);
+	assert_null(t.p);
+	procs_close(p);
+}
+
+static void test_live_excludes_kthreads_sorted(void **state)
+{
+	(void)state;
+	struct procs *p = procs_open();
+	struct proc_table t = {0};
+	char comm[64] = "";
+
+	assert_non_null(p);
+	assert_int_equal(procs_sample(p, &t), 0);
+	assert_true(t.n > 1);
+	for (size_t i = 0; i < t.n; i++) {
+		assert_true(t.p[i].vsize > 0);
+		if (i > 0)
+			assert_true(t.p[i - 1].pid < t.p[i].pid);
+	}
+	FILE *f = fopen("/proc/2/comm", "re");
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+	}
+	if (strcmp(comm, "kthreadd\n") == 0)
+		assert_null(proc_table_find(&t, 2));
+	else
+		print_message("pid 2 is not kthreadd here; kthread check skipped\n");
+
+	/* A second sample reuses the table. */
+	size_t n0 = t.n;
+	assert_int_equal(procs_sample(p, &t), 0);
+	assert_true(t.n > n0 / 2 && t.n < n0 * 2 + 16);
+	assert_null(proc_table_find(&t, 0));
+	assert_null(proc_table_find(&t, INT32_MAX));
+	proc_table_free(&t);
+	procs_close(p);
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64];
+	struct proc_sample s;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (parse_stat_buf(buf, n, &s) < 0)
+		return '?';
+	return strrchr(buf, ')')[2];
+}
+
+static void test_live_excludes_zombies(void **state)
+{
+	(void)state;
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+
+	for (int i = 0; i < 500 && proc_state(child) != 'Z'; i++)
+		nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+	assert_int_equal(proc_state(child), 'Z');
+
+	struct procs *p = procs_open();
+	struct proc_table t = {0};
+	assert_non_null(p);
+	assert_int_equal(procs_sample(p, &t), 0);
+	const struct proc_sample *z = proc_table_find(&t, child);
+	assert_non_null(proc_table_find(&t, getpid()));
+	proc_table_free(&t);
+	procs_close(p);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_null(z);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_real_stat),
+	    cmocka_unit_test(test_comm_with_spaces_and_parens),
+	    cmocka_unit_test(test_kthread_stat),
+	    cmocka_unit_test(test_hostile_stat_rejected),
+	    cmocka_unit_test(test_long_comm_truncated),
+	    cmocka_unit_test(test_stat_inline_edge_cases),
+	    cmocka_unit_test(test_real_cgroup_hybrid),
+	    cmocka_unit_test(test_cgroup_variants),
+	    cmocka_unit_test(test_cgroup_overlong),
+	    cmocka_unit_test(test_status_thp),
+	    cmocka_unit_test(test_read_small_file_at),
+	    cmocka_unit_test(test_proc_root),
+	    cmocka_unit_test(test_live_self),
+	    cmocka_unit_test(test_live_excludes_kthreads_sorted),
+	    cmocka_unit_test(test_live_excludes_zombies),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

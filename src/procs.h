@@ -53,7 +53,7 @@ int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen);
 int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
 
 /* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
- * the length or -errno. */
+ * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
 ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
 
 /* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */

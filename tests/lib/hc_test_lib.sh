@@ -237,11 +237,11 @@ assert_lt() # DESC ACTUAL LIMIT
 {
 	if (($2 < $3)); then hc_ok "$1 ($2 < $3)"; else hc_not_ok "$1: got $2, expected < $3"; fi
 }
-assert_cmd() # DESC CMD…: passes if CMD exits 0
+assert_cmd() # DESC CMD…: passes if CMD exits 0 (its stdout is dropped)
 {
 	local desc=$1
 	shift
-	if "$@"; then hc_ok "$desc"; else hc_not_ok "$desc: '$*' failed with status $?"; fi
+	if "$@" >/dev/null; then hc_ok "$desc"; else hc_not_ok "$desc: '$*' failed with status $?"; fi
 }
 
 # The last line of every test; its status is the test's exit status. A test
@@ -251,4 +251,30 @@ hc_summary()
 	echo "1..$((HC_PASS + HC_FAIL))"
 	echo "$HC_PASS passed, $HC_FAIL failed"
 	((HC_FAIL == 0 && HC_PASS > 0))
+}
+
+# Readers of `hugecollapsed --once --json` output (FILE); per-process data
+# exists with --dry-run only.
+
+# json_proc_result FILE NAME RESULT: that workload process's count of RESULT.
+json_proc_result()
+{
+	jq --argjson pid "${WL_PID[$2]}" --arg r "$3" \
+		'[.processes[]? | select(.pid == $pid) | .results[$r] // 0] | add // 0' "$1"
+}
+
+# json_candidates_in FILE NAME: candidates listed inside the workload's buffer.
+json_candidates_in()
+{
+	local pid=${WL_PID[$2]} lo=$((WL_ADDR[$2])) hi=$((WL_ADDR[$2] + WL_LEN[$2])) n=0 a
+	while read -r a; do
+		[[ $a =~ ^0x[0-9a-fA-F]+$ ]] && ((a >= lo && a < hi)) && n=$((n + 1))
+	done < <(jq -r --argjson pid "$pid" '.processes[]? | select(.pid == $pid) | .candidates[]?.addr' "$1")
+	echo "$n"
+}
+
+# wl_blocks NAME: 2 MiB blocks in the workload's buffer.
+wl_blocks()
+{
+	echo $((WL_LEN[$1] / (2 << 20)))
 }

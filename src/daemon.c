@@ -1,0 +1,240 @@
+/* hugecollapsed: main() and the command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine.h"
+#include "log.h"
+#include "metrics.h"
+#include "privilege.h"
+#include "report.h"
+#include "service.h"
+
+/* Exit statuses, documented in hugecollapsed(8). */
+enum {
+	EXIT_OK = 0,
+	EXIT_ERROR = 1,
+	EXIT_USAGE = 2,
+	EXIT_PRIVILEGE = 4,
+};
+
+#define MAX_PIDS 4096
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage:\n"
+		   "  hugecollapsed [--config PATH] [-v]            run the daemon (foreground)\n"
+		   "  hugecollapsed --once [--dry-run] [--pid PID]... [--json] [--sample-ms N]\n"
+		   "                [--config PATH] [-v]            one pass, then exit\n"
+		   "  hugecollapsed --check-config [--config PATH]  validate the configuration\n"
+		   "  hugecollapsed --status [--config PATH]        summarize the metrics file\n"
+		   "  hugecollapsed --version | --help\n"
+		   "\n"
+		   "Collapses hot, not-yet-huge 2 MiB ranges of processes into transparent huge\n"
+		   "pages with process_madvise(MADV_COLLAPSE), hottest first. See hugecollapsed(8).\n");
+}
+
+struct cli {
+	bool once, dry_run, json, verbose, check_config, status;
+	const char *config;
+	unsigned sample_ms;
+	pid_t pids[MAX_PIDS];
+	size_t npids;
+};
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *e;
+
+	errno = 0;
+	if (!*s || *s == '-')
+		return -1;
+	*out = strtoul(s, &e, 10);
+	return errno || *e || *out > max ? -1 : 0;
+}
+
+/* Returns 0, or EXIT_USAGE after printing why. */
+static int parse_cli(int argc, char **argv, struct cli *c)
+{
+	enum { OPT_ONCE = 256, OPT_DRY_RUN, OPT_PID, OPT_JSON, OPT_SAMPLE_MS, OPT_CHECK, OPT_STATUS, OPT_VERSION };
+	static const struct option opts[] = {
+	    {"once", no_argument, NULL, OPT_ONCE},
+	    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	    {"pid", required_argument, NULL, OPT_PID},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"sample-ms", required_argument, NULL, OPT_SAMPLE_MS},
+	    {"config", required_argument, NULL, 'c'},
+	    {"check-config", no_argument, NULL, OPT_CHECK},
+	    {"status", no_argument, NULL, OPT_STATUS},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"version", no_argument, NULL, OPT_VERSION},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	unsigned long v;
+	int o;
+
+	c->sample_ms = 500;
+	while ((o = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_ONCE:
+			c->once = true;
+			break;
+		case OPT_DRY_RUN:
+			c->dry_run = true;
+			break;
+		case OPT_JSON:
+			c->json = true;
+			break;
+		case OPT_CHECK:
+			c->check_config = true;
+			break;
+		case OPT_STATUS:
+			c->status = true;
+			break;
+		case 'v':
+			c->verbose = true;
+			break;
+		case 'c':
+			c->config = optarg;
+			break;
+		case OPT_PID:
+			if (parse_uint(optarg, INT_MAX, &v) < 0 || v == 0) {
+				fprintf(stderr, "hugecollapsed: --pid: '%s' is not a process ID\n", optarg);
+				return EXIT_USAGE;
+			}
+			if (c->npids == MAX_PIDS) {
+				fprintf(stderr, "hugecollapsed: at most %d --pid options\n", MAX_PIDS);
+				return EXIT_USAGE;
+			}
+			c->pids[c->npids++] = (pid_t)v;
+			break;
+		case OPT_SAMPLE_MS:
+			if (parse_uint(optarg, 600000, &v) < 0) {
+				fprintf(stderr, "hugecollapsed: --sample-ms: '%s' is not 0..600000\n", optarg);
+				return EXIT_USAGE;
+			}
+			c->sample_ms = (unsigned)v;
+			break;
+		case OPT_VERSION:
+			printf("hugecollapsed %s\n", HC_VERSION);
+			exit(EXIT_OK);
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hugecollapsed: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if ((c->dry_run || c->json || c->npids) && !c->once) {
+		fprintf(stderr, "hugecollapsed: --dry-run, --json and --pid go with --once\n");
+		return EXIT_USAGE;
+	}
+	if (c->once + c->check_config + c->status > 1) {
+		fprintf(stderr, "hugecollapsed: --once, --check-config and --status exclude each other\n");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int load_config(const struct cli *c, struct config *cfg)
+{
+	char err[1024];
+
+	/* Without --config a missing default file means built-in defaults. */
+	if (config_load(c->config ? c->config : HC_DEFAULT_CONFIG, !c->config, false, cfg, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_once(const struct cli *c)
+{
+	struct pass_options o = {.dry_run = c->dry_run, .unlimited = true, .pids = c->pids, .npids = c->npids};
+	struct timespec ts = {c->sample_ms / 1000, (long)(c->sample_ms % 1000) * 1000000L};
+	struct pass_stats ps;
+	struct config cfg;
+	struct engine e;
+	char msg[512];
+	int r;
+
+	if (load_config(c, &cfg) < 0)
+		return EXIT_ERROR;
+	if (check_privileges(!c->dry_run, msg, sizeof(msg)) < 0) {
+		log_err("%s", msg);
+		config_free(&cfg);
+		return EXIT_PRIVILEGE;
+	}
+	for (size_t i = 0; i < c->npids; i++)
+		if (kill(c->pids[i], 0) < 0 && errno == ESRCH) {
+			log_err("--pid %d: no such process", (int)c->pids[i]);
+			config_free(&cfg);
+			return EXIT_ERROR;
+		}
+	r = engine_init(&e, &cfg);
+	if (r < 0) {
+		log_err("cannot start: %s", strerror(-r));
+		config_free(&cfg);
+		return EXIT_ERROR;
+	}
+	/* Two samples sample_ms apart give each process's activity. */
+	r = engine_sample(&e);
+	if (r == 0) {
+		nanosleep(&ts, NULL);
+		r = engine_pass(&e, &o, &ps);
+	}
+	if (r < 0)
+		log_err("pass failed: %s", strerror(-r));
+	else if (c->json)
+		report_json(stdout, &e, &o, &ps, c->dry_run);
+	else
+		report_text(stdout, &e, &o, &ps, c->dry_run || log_is_verbose());
+	engine_free(&e);
+	config_free(&cfg);
+	if (r < 0)
+		return EXIT_ERROR;
+	return ps.missing_privilege ? EXIT_PRIVILEGE : EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {0};
+	struct config cfg;
+	int r;
+
+	log_init();
+	r = parse_cli(argc, argv, &c);
+	if (r)
+		return r;
+	log_set_verbose(c.verbose);
+	if (c.check_config) {
+		if (load_config(&c, &cfg) < 0)
+			return EXIT_ERROR;
+		printf("%s: OK (%zu cgroup policies)\n", cfg.path ? cfg.path : "built-in defaults", cfg.nrules);
+		config_free(&cfg);
+		return EXIT_OK;
+	}
+	if (c.status) {
+		if (load_config(&c, &cfg) < 0)
+			return EXIT_ERROR;
+		r = metrics_print_status(stdout, cfg.metrics_file);
+		config_free(&cfg);
+		return r < 0 ? EXIT_ERROR : EXIT_OK;
+	}
+	if (c.once)
+		return run_once(&c);
+	return service_run(c.config ? c.config : HC_DEFAULT_CONFIG);
+}

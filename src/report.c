@@ -1,0 +1,160 @@
+/* Text and JSON output of a pass. */
+#include "report.h"
+
+#include <string.h>
+
+#include "collapse.h"
+#include "scan_result.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static const char *tier_name(unsigned t)
+{
+	return t == TIER_AGED ? "aged" : t == TIER_ACTIVE ? "active" : "idle";
+}
+
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static bool shown(const struct proc_state *s)
+{
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		if (s->results[r])
+			return true;
+	return false;
+}
+
+static void text_process(FILE *f, const struct engine *e, size_t idx)
+{
+	const struct proc_state *s = &e->st[idx];
+	const char *comm = s->prev.comm;
+	bool first = true;
+	size_t rank = 0;
+
+	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm, s->cgroup ? s->cgroup : "?",
+		s->policy && !s->policy->enable ? " [disabled by policy]" : "");
+	fprintf(f, "  activity: cpu %.2f, faults %.3f; blocks:", s->activity.cpu, s->activity.faults);
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		if (s->results[r])
+			fprintf(f, " %s %llu", scan_result_name(r), (unsigned long long)s->results[r]);
+	fputc('\n', f);
+	for (size_t i = 0; i < e->ncands; i++) {
+		const struct candidate *c = &e->cands[i];
+
+		if (c->proc != idx)
+			continue;
+		if (first)
+			fprintf(f, "  candidates in collapse order (global rank):\n");
+		first = false;
+		if (++rank > 64) {
+			fprintf(f, "    …\n");
+			break;
+		}
+		fprintf(f, "    #%-5zu 0x%012llx  score %8.4f  present %3u/512  %s\n", i + 1,
+			(unsigned long long)c->addr, c->score, c->present, tier_name(c->tier));
+	}
+}
+
+void report_text(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+		 bool per_process)
+{
+	if (per_process)
+		for (size_t i = 0; i < e->nst; i++)
+			if (shown(&e->st[i]))
+				text_process(f, e, i);
+	if (o->dry_run)
+		fprintf(f, "dry run: %zu candidate blocks (%.1f MiB), nothing changed\n", e->ncands,
+			e->ncands * (HPAGE_SIZE / MIB));
+	else
+		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
+			(unsigned long long)ps->outcomes[COLLAPSE_OK],
+			ps->backing_off ? " (backing off after ENOMEM)" : "");
+	fprintf(f, "scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled), collapse %.1f ms\n",
+		ps->scan_s * 1e3, ps->procs_total, ps->procs_scanned, ps->procs_unchanged, ps->procs_disabled,
+		ps->collapse_s * 1e3);
+	fprintf(f, "results:");
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		fprintf(f, " %s %llu", scan_result_name(r), (unsigned long long)ps->results[r]);
+	fprintf(f, "\noutcomes:");
+	for (int i = 0; i < COLLAPSE_NR_OUTCOMES; i++)
+		fprintf(f, " %s %llu", collapse_outcome_name(i), (unsigned long long)ps->outcomes[i]);
+	fputc('\n', f);
+}
+
+static void json_results(FILE *f, const uint64_t *results)
+{
+	fputc('{', f);
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		fprintf(f, "%s\"%s\":%llu", r ? "," : "", scan_result_name(r), (unsigned long long)results[r]);
+	fputc('}', f);
+}
+
+static void json_process(FILE *f, const struct engine *e, size_t idx)
+{
+	const struct proc_state *s = &e->st[idx];
+	bool first = true;
+
+	fprintf(f, "{\"pid\":%d,\"comm\":", (int)s->pid);
+	json_string(f, s->prev.comm);
+	fprintf(f, ",\"cgroup\":");
+	json_string(f, s->cgroup ? s->cgroup : "");
+	fprintf(f, ",\"enabled\":%s,\"activity\":{\"cpu\":%.4f,\"faults\":%.4f},\"results\":",
+		s->policy && !s->policy->enable ? "false" : "true", s->activity.cpu, s->activity.faults);
+	json_results(f, s->results);
+	fprintf(f, ",\"candidates\":[");
+	for (size_t i = 0; i < e->ncands; i++) {
+		const struct candidate *c = &e->cands[i];
+
+		if (c->proc != idx)
+			continue;
+		fprintf(f, "%s{\"addr\":\"0x%llx\",\"rank\":%zu,\"score\":%.6f,\"present\":%u,\"tier\":\"%s\"}",
+			first ? "" : ",", (unsigned long long)c->addr, i + 1, c->score, c->present, tier_name(c->tier));
+		first = false;
+	}
+	fprintf(f, "]}");
+}
+
+void report_json(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+		 bool per_process)
+{
+	bool first = true;
+
+	fprintf(f, "{\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,\"scan_seconds\":%.6f,", HC_VERSION,
+		o->dry_run ? "true" : "false", (unsigned long long)ps->collapsed_bytes, ps->scan_s);
+	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,", ps->collapse_s, ps->backing_off ? "true" : "false");
+	fprintf(f, "\"processes_total\":%u,\"processes_scanned\":%u,\"processes_unchanged\":%u,", ps->procs_total,
+		ps->procs_scanned, ps->procs_unchanged);
+	fprintf(f,
+		"\"processes_disabled\":%u,\"smaps_reads\":%llu,\"pagemap_ops\":%llu,\"results\":", ps->procs_disabled,
+		(unsigned long long)ps->smaps_reads, (unsigned long long)ps->pagemap_ops);
+	json_results(f, ps->results);
+	fprintf(f, ",\"outcomes\":{");
+	for (int i = 0; i < COLLAPSE_NR_OUTCOMES; i++)
+		fprintf(f, "%s\"%s\":%llu", i ? "," : "", collapse_outcome_name(i),
+			(unsigned long long)ps->outcomes[i]);
+	fputc('}', f);
+	if (per_process) {
+		fprintf(f, ",\"processes\":[");
+		for (size_t i = 0; i < e->nst; i++) {
+			if (!shown(&e->st[i]))
+				continue;
+			if (!first)
+				fputc(',', f);
+			first = false;
+			json_process(f, e, i);
+		}
+		fputc(']', f);
+	}
+	fprintf(f, "}\n");
+}

@@ -1,0 +1,176 @@
+/* Prometheus text exposition format, written atomically. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collapse.h"
+#include "scan_result.h"
+
+/* Label values escape backslash, double quote and newline. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
+{
+	const struct pass_stats *t = &e->total;
+	struct timespec now;
+
+	header(f, "hugecollapsed_passes_total", "counter", "Passes completed.");
+	fprintf(f, "hugecollapsed_passes_total %llu\n", (unsigned long long)e->passes);
+	header(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.");
+	fprintf(f, "hugecollapsed_scan_seconds_total %.6f\n", t->scan_s);
+	header(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.");
+	fprintf(f, "hugecollapsed_collapse_seconds_total %.6f\n", t->collapse_s);
+	header(f, "hugecollapsed_collapsed_bytes_total", "counter", "Bytes collapsed into huge pages, by cgroup.");
+	for (size_t i = 0; i < e->ncg_bytes; i++) {
+		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
+		label_value(f, e->cg_bytes[i].cgroup);
+		fprintf(f, "\"} %llu\n", (unsigned long long)e->cg_bytes[i].bytes);
+	}
+	header(f, "hugecollapsed_ranges_total", "counter", "2 MiB ranges by scan result and by collapse outcome.");
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", scan_result_name(r),
+			(unsigned long long)t->results[r]);
+	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
+		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", collapse_outcome_name(o),
+			(unsigned long long)t->outcomes[o]);
+	header(f, "hugecollapsed_processes_scanned_total", "counter", "Processes whose smaps and pagemap were read.");
+	fprintf(f, "hugecollapsed_processes_scanned_total %llu\n", (unsigned long long)t->procs_scanned);
+	header(f, "hugecollapsed_processes_unchanged_total", "counter",
+	       "Processes skipped at the cost of one stat read because nothing changed.");
+	fprintf(f, "hugecollapsed_processes_unchanged_total %llu\n", (unsigned long long)t->procs_unchanged);
+	header(f, "hugecollapsed_processes_active", "gauge", "Processes active within idle_after_s, last pass.");
+	fprintf(f, "hugecollapsed_processes_active %u\n", e->last.procs_active);
+	header(f, "hugecollapsed_khugepaged_mode", "gauge", "The khugepaged mode in force (1 for the current one).");
+	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
+		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
+	header(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.");
+	fprintf(f, "hugecollapsed_backing_off %d\n", e->last.backing_off);
+	clock_gettime(CLOCK_REALTIME, &now);
+	header(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.");
+	fprintf(f, "hugecollapsed_last_pass_timestamp_seconds %lld\n", (long long)now.tv_sec);
+}
+
+int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode)
+{
+	char tmp[4096];
+	FILE *f;
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return 0;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	metrics_format(f, e, mode);
+	if (fflush(f) != 0 || fsync(fd) != 0)
+		err = -errno;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* Looks up "name value" or "name{labels} value"; returns the value or -1. */
+static double value_of(const char *text, const char *series)
+{
+	size_t l = strlen(series);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, series, l) && p[l] == ' ')
+			return strtod(p + l + 1, NULL);
+	return -1;
+}
+
+int metrics_print_status(FILE *out, const char *path)
+{
+	static const char *const results[] = {"candidate",     "pmd_mapped", "no_pte_table", "exceed_none_pte",
+					      "page_lazyfree", "cold",       "ineligible",   "collapsed",
+					      "eagain",        "enomem",     "einval"};
+	char buf[65536], series[128];
+	double passes, bytes = 0;
+	struct stat st;
+	const char *mode = "?";
+	ssize_t n;
+	int fd;
+
+	if (!path || !*path) {
+		fprintf(stderr, "hugecollapsed: no metrics_file is configured\n");
+		return -ENOENT;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "hugecollapsed: %s: %s (is the daemon running?)\n", path, strerror(errno));
+		return -errno;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	fstat(fd, &st);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	passes = value_of(buf, "hugecollapsed_passes_total");
+	if (passes < 0) {
+		fprintf(stderr, "hugecollapsed: %s is not a hugecollapsed metrics file\n", path);
+		return -EINVAL;
+	}
+	for (const char *p = strstr(buf, "hugecollapsed_collapsed_bytes_total{"); p;
+	     p = strstr(p + 1, "hugecollapsed_collapsed_bytes_total{")) {
+		const char *v = strstr(p, "} ");
+		if (v)
+			bytes += strtod(v + 2, NULL);
+	}
+	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++) {
+		snprintf(series, sizeof(series), "hugecollapsed_khugepaged_mode{mode=\"%s\"}", khugepaged_mode_name(m));
+		if (value_of(buf, series) == 1)
+			mode = khugepaged_mode_name(m);
+	}
+	fprintf(out, "hugecollapsed: %.0f passes, %.1f MiB collapsed, khugepaged %s\n", passes, bytes / 1048576.0,
+		mode);
+	fprintf(out, "  metrics file %s, updated %lld s ago\n", path, (long long)(time(NULL) - st.st_mtime));
+	fprintf(out, "  time: scan %.3f s, collapse %.3f s\n", value_of(buf, "hugecollapsed_scan_seconds_total"),
+		value_of(buf, "hugecollapsed_collapse_seconds_total"));
+	fprintf(out, "  processes: %.0f scans, %.0f skipped unchanged, %.0f active now\n",
+		value_of(buf, "hugecollapsed_processes_scanned_total"),
+		value_of(buf, "hugecollapsed_processes_unchanged_total"),
+		value_of(buf, "hugecollapsed_processes_active"));
+	fprintf(out, "  ranges:");
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++) {
+		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"}", results[i]);
+		fprintf(out, " %s %.0f", results[i], value_of(buf, series));
+	}
+	fputc('\n', out);
+	return 0;
+}

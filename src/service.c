@@ -1,0 +1,222 @@
+/* The daemon: an sd-event loop around engine_pass(), with sd_notify,
+ * watchdog, SIGHUP reload and a clean SIGTERM. */
+#include "service.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "config.h"
+#include "engine.h"
+#include "khugepaged.h"
+#include "log.h"
+#include "metrics.h"
+#include "privilege.h"
+
+#define MIB (1024.0 * 1024.0)
+
+struct service {
+	const char *config_path;
+	struct config cfg;
+	struct engine engine;
+	struct khugepaged_saved khp;
+	sd_event *event;
+	sd_event_source *pass_timer;
+	bool metrics_failed; /* logged once until it works again */
+	int exit_status;
+};
+
+static void notify_status(struct service *s)
+{
+	const struct engine *e = &s->engine;
+
+	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s",
+		   (unsigned long long)e->passes, e->total.collapsed_bytes / MIB, e->last.collapsed_bytes / MIB,
+		   e->last.procs_active, khugepaged_mode_name(s->khp.mode),
+		   e->last.backing_off ? ", backing off after ENOMEM" : "");
+}
+
+static void write_metrics(struct service *s)
+{
+	int r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode);
+
+	if (r < 0 && !s->metrics_failed)
+		log_err("cannot write metrics file %s: %s (will keep trying)", s->cfg.metrics_file, strerror(-r));
+	else if (r == 0 && s->metrics_failed)
+		log_info("metrics file %s written again", s->cfg.metrics_file);
+	s->metrics_failed = r < 0;
+}
+
+static uint64_t interval_usec(const struct service *s)
+{
+	return (uint64_t)s->cfg.scan_interval_ms * 1000;
+}
+
+static int on_pass(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct service *s = userdata;
+	struct pass_options o = {0};
+	struct pass_stats ps;
+	int r;
+
+	(void)usec;
+	r = engine_pass(&s->engine, &o, &ps);
+	if (r < 0)
+		log_err("pass %llu failed: %s", (unsigned long long)s->engine.passes, strerror(-r));
+	if (ps.collapsed_bytes || log_is_verbose())
+		log_info("pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
+			 "collapse %.1f ms",
+			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
+			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
+	write_metrics(s);
+	notify_status(s);
+	/* The next pass is an interval after this one ends, so a slow pass
+	 * never queues up passes behind it. */
+	sd_event_source_set_time_relative(src, interval_usec(s));
+	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	uint64_t wd;
+
+	(void)userdata;
+	(void)usec;
+	sd_notify(0, "WATCHDOG=1");
+	if (sd_watchdog_enabled(0, &wd) > 0)
+		sd_event_source_set_time_relative(src, wd / 2);
+	return 0;
+}
+
+/* SIGHUP: a bad file keeps the whole old config. */
+static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct service *s = userdata;
+	struct timespec ts;
+	struct config next;
+	char err[1024];
+
+	(void)src;
+	(void)si;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000, s->config_path);
+	if (config_load(s->config_path, false, false, &next, err, sizeof(err)) < 0) {
+		log_err("reload failed, keeping the previous configuration: %s", err);
+	} else {
+		if (next.khugepaged != s->khp.mode) {
+			khugepaged_restore(&s->khp);
+			if (khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
+				log_err("khugepaged = %s: %s; khugepaged left as it was",
+					khugepaged_mode_name(next.khugepaged), err);
+		}
+		engine_set_config(&s->engine, &next);
+		config_free(&s->cfg);
+		s->cfg = next;
+		/* The engine points at s->cfg's storage, which moved. */
+		engine_set_config(&s->engine, &s->cfg);
+		log_info("reloaded %s (%zu cgroup policies)", s->config_path, s->cfg.nrules);
+	}
+	sd_notify(0, "READY=1");
+	notify_status(s);
+	return 0;
+}
+
+static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct service *s = userdata;
+
+	(void)src;
+	log_info("received %s, stopping", strsignal((int)si->ssi_signo));
+	sd_notify(0, "STOPPING=1");
+	sd_event_exit(s->event, 0);
+	return 0;
+}
+
+static int setup_loop(struct service *s)
+{
+	sigset_t ss;
+	uint64_t wd;
+	int r;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	r = sd_event_default(&s->event);
+	if (r < 0)
+		return r;
+	if ((r = sd_event_add_signal(s->event, NULL, SIGTERM, on_terminate, s)) < 0 ||
+	    (r = sd_event_add_signal(s->event, NULL, SIGINT, on_terminate, s)) < 0 ||
+	    (r = sd_event_add_signal(s->event, NULL, SIGHUP, on_reload, s)) < 0)
+		return r;
+	r = sd_event_add_time_relative(s->event, &s->pass_timer, CLOCK_MONOTONIC, interval_usec(s), 0, on_pass, s);
+	if (r < 0)
+		return r;
+	if (sd_watchdog_enabled(0, &wd) > 0) {
+		r = sd_event_add_time_relative(s->event, NULL, CLOCK_MONOTONIC, wd / 2, 0, on_watchdog, s);
+		if (r < 0)
+			return r;
+		log_info("watchdog enabled: %.1f s", wd / 1e6);
+	}
+	return 0;
+}
+
+int service_run(const char *config_path)
+{
+	struct service s = {.config_path = config_path, .exit_status = 0};
+	char err[1024];
+	int r;
+
+	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		sd_notifyf(0, "STATUS=bad configuration: %s", err);
+		return 1;
+	}
+	if (check_privileges(true, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		sd_notifyf(0, "STATUS=%s", err);
+		config_free(&s.cfg);
+		return 4;
+	}
+	khugepaged_log_state(s.cfg.khugepaged);
+	if (khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0) {
+		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
+		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
+		config_free(&s.cfg);
+		return 1;
+	}
+	r = engine_init(&s.engine, &s.cfg);
+	if (r == 0)
+		r = engine_sample(&s.engine);
+	if (r == 0)
+		r = setup_loop(&s);
+	if (r < 0) {
+		log_err("cannot start: %s", strerror(-r));
+		s.exit_status = 1;
+		goto out;
+	}
+	log_info("started: %s, scan every %u ms, budget %u MB/s, %zu cgroup policies", config_path,
+		 s.cfg.scan_interval_ms, s.cfg.defaults.budget_mb_per_s, s.cfg.nrules);
+	sd_notify(0, "READY=1\nSTATUS=first sample taken, waiting for the first pass");
+	r = sd_event_loop(s.event);
+	if (r < 0) {
+		log_err("event loop failed: %s", strerror(-r));
+		s.exit_status = 1;
+	}
+out:
+	khugepaged_restore(&s.khp);
+	sd_event_source_unref(s.pass_timer);
+	sd_event_unref(s.event);
+	if (s.engine.procs)
+		engine_free(&s.engine);
+	config_free(&s.cfg);
+	return s.exit_status;
+}

@@ -1,0 +1,8 @@
+/* service: the long-running daemon — sd-event loop, signals, sd_notify,
+ * watchdog, reload, metrics, and the khugepaged hand-over. */
+#pragma once
+#include <stdbool.h>
+
+/* Runs until SIGTERM/SIGINT. config_path is the main file. Returns the
+ * process exit status. */
+int service_run(const char *config_path);

@@ -388,10 +388,16 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
 	r = scan_process(e, s, dirfd, ps, now);
 	if (r == -EACCES || r == -EPERM) {
-		if (!ps->missing_privilege)
-			log_proc(LOG_ERR, s->pid, cgroup_or_unknown(s), "eperm",
-				 "pid %d: no ptrace read access to its pagemap (needs CAP_SYS_PTRACE)", (int)s->pid);
-		ps->missing_privilege = true;
+		/* Capabilities were checked at start, so this process is
+		 * protected on its own (another user namespace, a sandbox):
+		 * leave it alone until its next full rescan. */
+		if (!s->denied)
+			log_proc(LOG_INFO, s->pid, cgroup_or_unknown(s), "eperm",
+				 "pid %d (%s): no ptrace read access to its memory maps; skipping it", (int)s->pid,
+				 s->prev.comm);
+		s->denied = true;
+		s->nblocks = 0;
+		r = 0;
 	} else if (r < 0 && r != -ESRCH && r != -ENOENT) {
 		log_proc(LOG_DEBUG, s->pid, cgroup_or_unknown(s), NULL, "pid %d: scan failed: %s", (int)s->pid,
 			 strerror(-r));

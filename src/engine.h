@@ -43,6 +43,7 @@ struct proc_state {
 	char *cgroup;
 	const struct policy *policy; /* into the engine's config */
 	bool thp_enabled;
+	bool denied;                       /* no ptrace access to this process: skipped */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
 	struct block_memo *blocks;         /* candidates from the last scan */
 	size_t nblocks, capblocks;

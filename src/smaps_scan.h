@@ -38,6 +38,7 @@ enum vm_flag_bit {
 	VMF_UM, /* userfaultfd missing */
 	VMF_UW, /* userfaultfd wr-protect */
 	VMF_SD, /* soft-dirty */
+	VMF_UI, /* userfaultfd minor */
 	VMF_NR_KNOWN,
 };
 #define VMF(b) (UINT64_C(1) << (VMF_##b))
@@ -78,8 +79,9 @@ void vma_list_free(struct vma_list *l);
 const char *vma_name(const struct vma_list *l, const struct vma *v);
 
 /* Parses len bytes of smaps text, appending to out. Returns 0 on success,
- * -EINVAL if the text is malformed (out then holds the VMAs before the bad
- * line), -ENOMEM on allocation failure. Accepts a missing trailing newline. */
+ * -EINVAL if the text is malformed (out then holds the VMAs completed before
+ * the bad line; the VMA whose record held the bad line is dropped), -ENOMEM
+ * on allocation failure. Accepts a missing trailing newline. */
 int parse_smaps_buf(const char *buf, size_t len, struct vma_list *out);
 
 /* Parses the two-letter VmFlags list ("rd wr mr mw me ac sd") into VMF bits. */

@@ -3,26 +3,38 @@
 
 void vma_blocks(const struct vma *v, struct vma_blocks *b)
 {
-	uint64_t first = (v->start + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1);
-	uint64_t last = v->end & ~(HPAGE_SIZE - 1); /* end of the last whole block */
-	uint64_t lo = v->start & ~(HPAGE_SIZE - 1);
-	uint64_t hi = (v->end + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1);
+	/* Work in block indexes so that VMAs near the top of the address space
+	 * (parsed from hostile input) cannot wrap around. */
+	const unsigned shift = 21;
+	uint64_t lo = v->start >> shift;                               /* first block touched */
+	uint64_t first = lo + ((v->start & (HPAGE_SIZE - 1)) ? 1 : 0); /* first whole block */
+	uint64_t end_whole = v->end >> shift;                          /* one past the last whole */
 
-	b->first = first;
-	b->whole = last > first ? (last - first) / HPAGE_SIZE : 0;
-	b->partial = (hi - lo) / HPAGE_SIZE - b->whole;
+	b->first = first << shift;
+	b->whole = 0;
+	b->partial = 0;
+	if (v->end <= v->start)
+		return;
+	uint64_t hi = (v->end - 1) >> shift; /* last block touched */
+	b->whole = end_whole > first ? (size_t)(end_whole - first) : 0;
+	b->partial = (size_t)(hi - lo + 1) - b->whole;
 }
 
 unsigned vma_referenced_pct(const struct vma *v)
 {
-	if (v->rss_kb == 0)
+	/* Referenced can exceed Rss when pages are faulted in between the two
+	 * counts, and huge values must not overflow: clamp to 100. */
+	if (v->rss_kb == 0 || v->referenced_kb >= v->rss_kb)
 		return 100;
+	if (v->referenced_kb > UINT64_MAX / 100)
+		return (unsigned)(v->referenced_kb / (v->rss_kb / 100));
 	return (unsigned)(v->referenced_kb * 100 / v->rss_kb);
 }
 
 enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *lim, bool thp_enabled, bool file_backed)
 {
-	if (!thp_enabled || (v->vmflags & VMF_INELIGIBLE_MASK) || v->kind == VMA_SPECIAL)
+	/* Without a VmFlags line an nh or hugetlb VMA cannot be told apart. */
+	if (!thp_enabled || !v->has_vmflags || (v->vmflags & VMF_INELIGIBLE_MASK) || v->kind == VMA_SPECIAL)
 		return SCAN_INELIGIBLE;
 	if (v->kind == VMA_FILE && !file_backed)
 		return SCAN_INELIGIBLE;

@@ -49,7 +49,7 @@ struct config {
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
 	/* [collapse] */
 	struct policy defaults;
-	/* cgroup.d/*.conf, sorted by path */
+	/* the *.conf files in cgroup_dir, sorted by path */
 	struct cgroup_rule *rules;
 	size_t nrules;
 };
@@ -63,7 +63,8 @@ void config_defaults(struct config *c);
  * main file means defaults, as for --once without --config. Checks that each
  * file and directory is owned by root and not writable by group or others
  * (skip_owner_check for unit tests on fixtures owned by someone else).
- * Returns 0, or -1 with err filled. */
+ * Returns 0, or -1 with err filled. On success *out is overwritten, not freed:
+ * load into a fresh struct, then config_free() the old one and swap. */
 int config_load(const char *path, bool missing_ok, bool skip_owner_check, struct config *out, char *err, size_t errlen);
 
 void config_free(struct config *c);

@@ -86,6 +86,9 @@ void engine_free(struct engine *e)
 		free(e->cg_bytes[i].cgroup);
 	free(e->cg_bytes);
 	free(e->cands);
+	free(e->batch_addrs);
+	free(e->batch_out);
+	free(e->retry);
 	free(e->smaps_buf);
 	free(e->old_blocks);
 	vma_list_free(&e->vmas);
@@ -342,6 +345,21 @@ static const char *cgroup_or_unknown(const struct proc_state *s)
 	return s->cgroup ? s->cgroup : "?";
 }
 
+/* access_sampling: clear the referenced bits, so that the next scan's
+ * Referenced counts only what was touched since. Costs one walk of the
+ * process's page tables, and makes reclaim see those pages as not recently
+ * used (they are aged as if idle until touched again). */
+static void clear_referenced(int dirfd, const struct proc_state *s)
+{
+	int fd = openat(dirfd, "clear_refs", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		log_proc(LOG_DEBUG, s->pid, cgroup_or_unknown(s), NULL, "pid %d: cannot write clear_refs: %s",
+			 (int)s->pid, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Decides whether a process must be scanned again, and does it. */
 static void visit_process(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 			  double now)
@@ -351,11 +369,12 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	bool changed = !s->scanned || maps_changed || s->scan_minflt != s->prev.minflt ||
 		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
+	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
 	char path[64], cg[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !o->unlimited && s->policy) {
+	if (!changed && !due && !sample_due && !o->unlimited && s->policy) {
 		ps->procs_unchanged++;
 		return;
 	}
@@ -379,8 +398,7 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	}
 	if (!s->policy->enable) {
 		s->nblocks = 0;
-		s->scanned = false;
-		goto out;
+		goto remember; /* not scanned, but not looked at again until it changes */
 	}
 	if (maps_changed)
 		s->nrefused = 0; /* the kernel's EINVALs were about the old layout */
@@ -407,6 +425,11 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 		goto out;
 	}
 	ps->procs_scanned++;
+	if (s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s) {
+		clear_referenced(dirfd, s);
+		s->last_clear = now;
+	}
+remember:
 	s->scanned = true;
 	s->last_scan = now;
 	s->scan_minflt = now_stat.minflt;
@@ -541,7 +564,8 @@ struct collapse_run {
 	uint8_t *out;
 	struct candidate *retry; /* blocks that answered EAGAIN */
 	size_t nretry;
-	bool stop; /* ENOMEM or EPERM: no more collapsing this pass */
+	double deadline; /* monotonic seconds; 0: none */
+	bool stop;       /* ENOMEM, EPERM or the deadline: no more this pass */
 };
 
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
@@ -550,14 +574,18 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 {
 	struct proc_state *s = &e->st[p];
 	int pidfd = open_verified_pidfd(s);
+	size_t ok;
 
 	if (pidfd < 0) {
 		ps->outcomes[COLLAPSE_ESRCH] += n;
 		s->nblocks = 0;
 		return;
 	}
-	collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
+	ok = collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
 	close(pidfd);
+	if (ok && e->log_collapses)
+		log_proc(LOG_INFO, s->pid, cgroup_or_unknown(s), "collapsed", "pid %d (%s): collapsed %zu MiB",
+			 (int)s->pid, s->prev.comm, ok * 2);
 	for (size_t i = 0; i < n; i++) {
 		enum collapse_outcome oc = cr->out[i];
 		struct block_memo *m;
@@ -622,17 +650,20 @@ static void collapse_selected(struct engine *e, struct candidate *sel, size_t ns
 				sel[j].proc = UINT32_MAX;
 			}
 		collapse_process(e, p, cr, n, ps, collect_retry, now);
+		if (cr->deadline > 0 && monotonic_seconds() >= cr->deadline)
+			cr->stop = true; /* bound one dispatch; the rest keeps its place */
 	}
 }
 
-static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
+static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
+			     double pass_start)
 {
 	const struct policy *def = &e->cfg->defaults;
 	double scale = e->last_pass > 0 ? now - e->last_pass : e->cfg->scan_interval_ms / 1000.0;
 	double global = 0, global_budget;
 	struct spend sp[64];
 	size_t nsp = 0, nsel = 0;
-	struct collapse_run cr = {0};
+	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0};
 	int r = 0;
 
 	/* The budget is a rate: spend what the time since the last pass earned,
@@ -649,13 +680,14 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 		else if (global + HPAGE_SIZE > global_budget)
 			break;
 	}
-	cr.addrs = malloc((nsel + 1) * sizeof(*cr.addrs));
-	cr.out = malloc(nsel + 1);
-	cr.retry = malloc((nsel + 1) * sizeof(*cr.retry));
-	if (!cr.addrs || !cr.out || !cr.retry) {
+	if (GROW(e->batch_addrs, e->capbatch_addrs, nsel + 1) < 0 ||
+	    GROW(e->batch_out, e->capbatch_out, nsel + 1) < 0 || GROW(e->retry, e->capretry, nsel + 1) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
+	cr.addrs = e->batch_addrs;
+	cr.out = e->batch_out;
+	cr.retry = e->retry;
 	collapse_selected(e, e->cands, nsel, &cr, ps, true, now);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
@@ -664,9 +696,6 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 out:
 	for (size_t i = 0; i < e->nst; i++)
 		compact_memos(&e->st[i], e->st[i].policy ? e->st[i].policy->eagain_retries : 0);
-	free(cr.addrs);
-	free(cr.out);
-	free(cr.retry);
 	return r;
 }
 
@@ -698,7 +727,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		if (now < e->backoff_until)
 			ps->backing_off = true;
 		else
-			r = collapse_in_order(e, o, ps, now);
+			r = collapse_in_order(e, o, ps, now, t0);
 		ps->collapse_s = monotonic_seconds() - t1;
 	}
 	e->last_pass = now;

@@ -44,6 +44,7 @@ struct proc_state {
 	const struct policy *policy; /* into the engine's config */
 	bool thp_enabled;
 	bool denied;                       /* no ptrace access to this process: skipped */
+	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
 	struct block_memo *blocks;         /* candidates from the last scan */
 	size_t nblocks, capblocks;
@@ -70,7 +71,9 @@ struct pass_options {
 	bool dry_run;
 	bool unlimited; /* --once: collapse every candidate, no budget */
 	const pid_t *pids;
-	size_t npids; /* 0: every process */
+	size_t npids;       /* 0: every process */
+	double max_seconds; /* stop collapsing this long after the pass began
+			     * (0: no limit); the rest waits for the next pass */
 };
 
 /* Bytes collapsed per cgroup, for metrics. */
@@ -97,6 +100,12 @@ struct engine {
 	struct vma_list vmas;
 	struct candidate *cands; /* the last pass's order */
 	size_t ncands, capcands;
+	/* Scratch for collapsing, reused across passes. */
+	uint64_t *batch_addrs;
+	uint8_t *batch_out;
+	struct candidate *retry;
+	size_t capbatch_addrs, capbatch_out, capretry;
+	bool log_collapses; /* one log line per process collapsed (daemon) */
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct pass_stats total; /* since start */

@@ -28,6 +28,7 @@ struct service {
 	sd_event *event;
 	sd_event_source *pass_timer;
 	bool metrics_failed; /* logged once until it works again */
+	double max_pass_s;   /* bound on one dispatch: a quarter of the watchdog */
 	int exit_status;
 };
 
@@ -60,7 +61,7 @@ static uint64_t interval_usec(const struct service *s)
 static int on_pass(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct service *s = userdata;
-	struct pass_options o = {0};
+	struct pass_options o = {.max_seconds = s->max_pass_s};
 	struct pass_stats ps;
 	int r;
 
@@ -160,7 +161,10 @@ static int setup_loop(struct service *s)
 	r = sd_event_add_time_relative(s->event, &s->pass_timer, CLOCK_MONOTONIC, interval_usec(s), 0, on_pass, s);
 	if (r < 0)
 		return r;
+	s->max_pass_s = 5;
 	if (sd_watchdog_enabled(0, &wd) > 0) {
+		if (wd / 4e6 < s->max_pass_s)
+			s->max_pass_s = wd / 4e6;
 		r = sd_event_add_time_relative(s->event, NULL, CLOCK_MONOTONIC, wd / 2, 0, on_watchdog, s);
 		if (r < 0)
 			return r;
@@ -194,6 +198,7 @@ int service_run(const char *config_path)
 		return 1;
 	}
 	r = engine_init(&s.engine, &s.cfg);
+	s.engine.log_collapses = true;
 	if (r == 0)
 		r = engine_sample(&s.engine);
 	if (r == 0)

@@ -10,8 +10,8 @@
 
 /* Any of these VmFlags makes a VMA ineligible for MADV_COLLAPSE: nh
  * (MADV_NOHUGEPAGE), ht (hugetlb), io, de (VM_DONTEXPAND), pf (VM_PFNMAP),
- * mm (VM_MIXEDMAP), and userfaultfd (um, uw). */
-#define VMF_INELIGIBLE_MASK (VMF(NH) | VMF(HT) | VMF(IO) | VMF(DE) | VMF(PF) | VMF(MM) | VMF(UM) | VMF(UW))
+ * mm (VM_MIXEDMAP), and userfaultfd in any mode (um, uw, ui). */
+#define VMF_INELIGIBLE_MASK (VMF(NH) | VMF(HT) | VMF(IO) | VMF(DE) | VMF(PF) | VMF(MM) | VMF(UM) | VMF(UW) | VMF(UI))
 
 struct vma_blocks {
 	uint64_t first; /* first 2 MiB-aligned block wholly inside the VMA */

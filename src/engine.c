@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "log.h"
 #include "vma_eligibility.h"
 
@@ -26,26 +27,6 @@ double monotonic_seconds(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
-/* Grows *p to hold at least need elements; amortized doubling. */
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 int engine_init(struct engine *e, const struct config *cfg)
 {

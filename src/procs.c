@@ -13,6 +13,8 @@
 
 #include <libproc2/pids.h>
 
+#include "grow.h"
+
 /* ---- sampling ---------------------------------------------------------- */
 
 static enum pids_item sample_items[] = {
@@ -50,17 +52,7 @@ void procs_close(struct procs *p)
 
 static int table_reserve(struct proc_table *t, size_t want)
 {
-	if (want <= t->cap)
-		return 0;
-	size_t cap = t->cap ? t->cap : 256;
-	while (cap < want)
-		cap *= 2;
-	struct proc_sample *np = realloc(t->p, cap * sizeof(*np));
-	if (!np)
-		return -ENOMEM;
-	t->p = np;
-	t->cap = cap;
-	return 0;
+	return GROW(t->p, t->cap, want);
 }
 
 static int by_pid(const void *a, const void *b)

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "vma_eligibility.h"
 
 /* struct pm_scan_arg from include/uapi/linux/fs.h, for older headers. */
@@ -166,16 +167,8 @@ static bool read_block_kpageflags(struct range_scanner *s)
 
 static int grow_counts(struct range_scanner *s, size_t n)
 {
-	if (n > s->counts_cap) {
-		size_t cap = s->counts_cap ? s->counts_cap : 64;
-		while (cap < n)
-			cap *= 2;
-		struct block_counts *c = realloc(s->counts, cap * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		s->counts = c;
-		s->counts_cap = cap;
-	}
+	if (GROW(s->counts, s->counts_cap, n) < 0)
+		return -ENOMEM;
 	memset(s->counts, 0, n * sizeof(*s->counts));
 	return 0;
 }

@@ -19,7 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VMA_INITIAL_CAP   64
+#include "grow.h"
+
 #define NAMES_INITIAL_CAP 4096
 #define READ_INITIAL_CAP  (256 * 1024)
 #define READ_MIN_ROOM     (64 * 1024)
@@ -51,15 +52,7 @@ const char *vma_name(const struct vma_list *l, const struct vma *v)
 
 static int reserve_vma(struct vma_list *l)
 {
-	if (l->n < l->cap)
-		return 0;
-	size_t cap = l->cap ? l->cap * 2 : VMA_INITIAL_CAP;
-	struct vma *v = realloc(l->v, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
-	l->cap = cap;
-	return 0;
+	return GROW(l->v, l->cap, l->n + 1);
 }
 
 /* Appends name + NUL to the arena and returns its offset in *off. Offset 0

@@ -847,7 +847,7 @@ static bool load_cgroup_dir(struct config *c, bool skip_owner_check, char *msg, 
 	}
 	free(names);
 	close(fd);
-	if (ok)
+	if (ok && c->nrules) /* qsort(NULL, 0, …) is undefined */
 		qsort(c->rules, c->nrules, sizeof(*c->rules), cmp_rule);
 	return ok;
 }

@@ -1,0 +1,273 @@
+#!/bin/bash
+# The shipped unit, with the shipped default configuration, under a real
+# systemd: a Debian container booted with systemd-nspawn (the host need not
+# run systemd). Checks start (READY), the per-pass STATUS= line, collapsing a
+# hot workload, the watchdog, reload, structured journal fields, a clean
+# stop, Restart=on-failure after a crash, and the one clear message when
+# khugepaged = idle meets a read-only /sys.
+#
+# The rootfs is built once with debootstrap and cached in
+# /var/cache/hugecollapsed-test; each run boots a copy of it.
+. "$(dirname "$0")/../lib/hc_test_lib.sh"
+. "$(dirname "$0")/../lib/nspawn.sh"
+
+require_root
+require_cmd debootstrap systemd-nspawn nsenter cmake
+require_exec "$HC_WORKLOAD"
+
+THP=/sys/kernel/mm/transparent_hugepage
+THP_KNOBS=(enabled hugepages-2048kB/enabled khugepaged/scan_sleep_millisecs khugepaged/pages_to_scan)
+declare -A THP_SAVED=()
+read_knob()
+{
+	local v
+	v=$(cat "$THP/$1" 2>/dev/null) || return 1
+	[[ $v == *\[*\]* ]] && v=${v#*[} && v=${v%%]*}
+	echo "$v"
+}
+for k in "${THP_KNOBS[@]}"; do
+	THP_SAVED[$k]=$(read_knob "$k")
+done
+thp_knobs_changed()
+{
+	local k
+	for k in "${THP_KNOBS[@]}"; do
+		[[ $(read_knob "$k") == "${THP_SAVED[$k]}" ]] || echo "$k"
+	done
+}
+
+cleanup()
+{
+	local k
+	nspawn_poweroff
+	# The container cannot write the host's /sys; should it ever, put back
+	# what it changed.
+	for k in $(thp_knobs_changed); do
+		hc_log "restoring $THP/$k to ${THP_SAVED[$k]}"
+		echo "${THP_SAVED[$k]}" >"$THP/$k"
+	done
+	if [[ -n $CONTAINER_ROOT ]] && (($(nspawn_leftover_mounts "$CONTAINER_ROOT") > 0)); then
+		hc_log "mounts left under $CONTAINER_ROOT: not removing $HC_TMP"
+		HC_TMP=
+	fi
+	hc_cleanup
+}
+trap cleanup EXIT
+
+# --- 1. the rootfs, from the cache ----------------------------------------
+CACHE=$(nspawn_rootfs_cache) || exit $?
+ROOT=$HC_TMP/root
+cp -a --reflink=auto "$CACHE" "$ROOT" || exit 1
+
+# --- 2. the project, installed as a package would be ----------------------
+build=$HC_BUILD
+if ! grep -qx 'CMAKE_INSTALL_PREFIX:PATH=/usr' "$build/CMakeCache.txt" 2>/dev/null; then
+	build=$HC_TMP/build
+	hc_log "configuring a /usr-prefix build of $HC_SRC in $build"
+	if ! { cmake -S "$HC_SRC" -B "$build" -DCMAKE_INSTALL_PREFIX=/usr -DHC_TESTS=OFF &&
+		cmake --build "$build" -j2; } >"$HC_TMP/build.log" 2>&1; then
+		echo "FAIL: cannot build $HC_SRC: $(tail -n5 "$HC_TMP/build.log")"
+		exit 1
+	fi
+fi
+if ! DESTDIR=$ROOT cmake --install "$build" >"$HC_TMP/install.log" 2>&1; then
+	echo "FAIL: cmake --install: $(tail -n5 "$HC_TMP/install.log")"
+	exit 1
+fi
+install -m 0755 "$HC_WORKLOAD" "$ROOT/usr/local/bin/hc_workload"
+# A short watchdog and restart delay keep the test fast; no core files.
+mkdir -p "$ROOT/etc/systemd/system/hugecollapsed.service.d"
+cat >"$ROOT/etc/systemd/system/hugecollapsed.service.d/test.conf" <<'EOF'
+[Service]
+WatchdogSec=3s
+RestartSec=1s
+LimitCORE=0
+EOF
+assert_cmd "the unit is installed" test -f "$ROOT/lib/systemd/system/hugecollapsed.service"
+assert_cmd "the default configuration is installed" test -f "$ROOT/etc/hugecollapsed/hugecollapsed.conf"
+
+# --- 3. boot ---------------------------------------------------------------
+if ! nspawn_boot "$ROOT"; then
+	hc_not_ok "the container boots"
+	hc_summary
+	exit
+fi
+hc_ok "the container boots (PID 1 is $CONTAINER_PID on the host)"
+
+show() # PROPERTY [UNIT]
+{
+	inc systemctl show -p "$1" --value "${2:-hugecollapsed}"
+}
+wait_for() # TIMEOUT_S CMD…: polls CMD every 0.2 s
+{
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS >= deadline)) && return 1
+		sleep 0.2
+	done
+}
+journal_lines()
+{
+	inc journalctl -q -u hugecollapsed -o cat --no-pager | wc -l
+}
+journal_since() # N: hugecollapsed's journal after its first N lines
+{
+	inc journalctl -q -u hugecollapsed -o cat --no-pager | tail -n +$(($1 + 1))
+}
+
+# --- 4. a hot workload -----------------------------------------------------
+inc systemd-run -q --unit=hc-hot -p StandardOutput=file:/run/hc-hot.out \
+	/usr/local/bin/hc_workload --role hot --mb 64
+wl_ready()
+{
+	inc grep -q '^ready' /run/hc-hot.out 2>/dev/null
+}
+if wait_for 30 wl_ready; then
+	read -r _ WPID WADDR WLEN < <(inc head -n1 /run/hc-hot.out)
+	hc_ok "workload ready: pid $WPID (in the container), $WADDR +$WLEN"
+else
+	hc_not_ok "workload ready: $(inc systemctl status hc-hot 2>&1 | tail -n3)"
+	WPID=1 WADDR=0 WLEN=1
+fi
+# PMD-mapped percentage of the workload's buffer, from its smaps inside.
+wl_pmd_pct_inside()
+{
+	inc cat "/proc/$WPID/smaps" 2>/dev/null | awk -v lo="$((WADDR))" -v hi="$((WADDR + WLEN))" -v len="$WLEN" '
+		function hex2num(s,    i, n) {
+			n = 0
+			s = tolower(s)
+			for (i = 1; i <= length(s); i++)
+				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return n
+		}
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inside = hex2num(r[1]) < hi && hex2num(r[2]) > lo; next }
+		inside && ($1 == "AnonHugePages:" || $1 == "ShmemPmdMapped:" || $1 == "FilePmdMapped:") { kb += $2 }
+		END { printf "%d\n", kb * 1024 * 100 / len }'
+}
+before=$(wl_pmd_pct_inside)
+assert_lt "the workload starts mostly not PMD-mapped" "$before" 90
+
+# --- 5. the shipped unit with the shipped configuration --------------------
+jstart=$(journal_lines)
+if timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed; then
+	hc_ok "systemctl start hugecollapsed (READY=1 before the start timeout)"
+else
+	hc_not_ok "systemctl start hugecollapsed: $(journal_since "$jstart" | tail -n5)"
+fi
+assert_eq "hugecollapsed is active" "$(show ActiveState)" active
+assert_eq "Type=notify" "$(show Type)" notify
+status_is_pass()
+{
+	[[ $(show StatusText) =~ ^pass\ [0-9]+: ]]
+}
+if wait_for 10 status_is_pass; then
+	hc_ok "STATUS= holds the per-pass line: $(show StatusText)"
+else
+	hc_not_ok "STATUS= holds the per-pass line: got '$(show StatusText)'"
+fi
+pmd_done()
+{
+	(($(wl_pmd_pct_inside) >= 90))
+}
+t0=$SECONDS
+wait_for 30 pmd_done
+assert_ge "the hot workload is PMD-mapped (percent, after $((SECONDS - t0)) s)" "$(wl_pmd_pct_inside)" 90
+assert_cmd "the metrics file is written" inc test -s /run/hugecollapsed/metrics.prom
+
+# The watchdog is on, and is fed: over twice its interval the service stays
+# active with the same main process and no restart.
+wd=$(show WatchdogUSec)
+assert_eq "WatchdogUSec (3s from the test drop-in)" "$wd" 3s
+pid0=$(show MainPID)
+bad=0
+for ((i = 0; i < 7; i++)); do
+	[[ $(show ActiveState) == active && $(show MainPID) == "$pid0" ]] || bad=$((bad + 1))
+	sleep 1
+done
+assert_eq "active with the same MainPID for 7 s (watchdog 3 s)" "$bad" 0
+assert_eq "NRestarts after 7 s" "$(show NRestarts)" 0
+assert_eq "no watchdog timeout in the journal" \
+	"$(inc journalctl -q -u hugecollapsed --no-pager | grep -c -i 'watchdog timeout')" 0
+
+# Reload: ExecReload checks the file, then SIGHUP; RELOADING=1 … READY=1.
+jreload=$(journal_lines)
+if timeout 30 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl reload hugecollapsed; then
+	hc_ok "systemctl reload hugecollapsed"
+else
+	hc_not_ok "systemctl reload hugecollapsed: $(journal_since "$jreload" | tail -n3)"
+fi
+assert_eq "active after reload" "$(show ActiveState)" active
+assert_eq "same MainPID after reload" "$(show MainPID)" "$pid0"
+reloaded()
+{
+	journal_since "$jreload" | grep -q '^reloaded /'
+}
+assert_cmd "the journal says it reloaded" wait_for 5 reloaded
+
+# Native journal entries: with the structured fields.
+fields=$(inc journalctl -q -u hugecollapsed -o json --no-pager | grep -oE '"HUGECOLLAPSED_[A-Z]+"' | sort -u | tr -d '"' | tr '\n' ' ')
+if [[ -n $fields ]]; then
+	hc_ok "journal entries carry fields: $fields"
+else
+	hc_not_ok "journal entries carry HUGECOLLAPSED_* fields: none in $(journal_lines) lines"
+fi
+
+# A clean stop.
+if timeout 60 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl stop hugecollapsed; then
+	hc_ok "systemctl stop hugecollapsed"
+else
+	hc_not_ok "systemctl stop hugecollapsed"
+fi
+assert_eq "Result after stop" "$(show Result)" success
+assert_eq "ExecMainStatus after stop" "$(show ExecMainStatus)" 0
+assert_eq "ExecMainCode after stop (1 = exited)" "$(show ExecMainCode)" 1
+
+# A crash: Restart=on-failure brings it back.
+timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed
+pid1=$(show MainPID)
+n0=$(show NRestarts)
+inc systemctl kill -s SEGV hugecollapsed
+restarted()
+{
+	[[ $(show NRestarts) == $((n0 + 1)) && $(show ActiveState) == active && $(show MainPID) != "$pid1" ]]
+}
+if wait_for 20 restarted; then
+	hc_ok "restarted after SIGSEGV (NRestarts $n0 -> $(show NRestarts), MainPID $pid1 -> $(show MainPID))"
+else
+	hc_not_ok "restarted after SIGSEGV: NRestarts $(show NRestarts), $(show ActiveState), MainPID $(show MainPID)"
+fi
+
+# khugepaged = idle needs a writable /sys; the container's is read-only, so
+# the start fails with one message naming the knob and the reason.
+inc systemctl stop hugecollapsed
+inc sed -i 's/^#\?khugepaged *=.*/khugepaged = idle/' /etc/hugecollapsed/hugecollapsed.conf
+jidle=$(journal_lines)
+if timeout 60 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed 2>/dev/null; then
+	hc_not_ok "khugepaged = idle with a read-only /sys fails to start"
+else
+	hc_ok "khugepaged = idle with a read-only /sys fails to start"
+fi
+assert_eq "ExecMainStatus with khugepaged = idle" "$(show ExecMainStatus)" 1
+assert_eq "Result with khugepaged = idle" "$(show Result)" exit-code
+inc systemctl stop hugecollapsed 2>/dev/null # no restart loop
+msgs=$(journal_since "$jidle" | grep -i 'khugepaged' | grep -iE 'read-only|EROFS|permission' | sort -u)
+if [[ -n $msgs && $(wc -l <<<"$msgs") -eq 1 ]]; then
+	hc_ok "one clear message: $msgs"
+else
+	hc_not_ok "one clear message about the read-only knob; got: $(journal_since "$jidle" | head -n5)"
+fi
+assert_eq "the host's THP knobs are unchanged" "$(thp_knobs_changed | tr '\n' ' ')" ""
+
+# --- 6. power off, leave nothing behind -------------------------------------
+cpid=$CONTAINER_PID
+nspawn_poweroff
+assert_cmd "systemd-nspawn has exited" bash -c "! kill -0 $cpid 2>/dev/null"
+left=0
+for p in /proc/[0-9]*; do
+	[[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && left=$((left + 1))
+done
+assert_eq "no process left in the container root" "$left" 0
+assert_eq "no mount left under the container root" "$(nspawn_leftover_mounts "$ROOT")" 0
+
+hc_summary

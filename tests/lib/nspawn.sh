@@ -1,0 +1,151 @@
+# shellcheck shell=bash
+# Booting a throwaway Debian container with systemd-nspawn, for tests of the
+# shipped unit under a real service manager. Source it after hc_test_lib.sh.
+#
+#   nspawn_rootfs_cache          build (or reuse) the cached minbase rootfs
+#   nspawn_boot ROOT             boot a copy, wait until it is "running"
+#   inc CMD…                     run CMD inside (mount, pid, uts, ipc ns)
+#   nspawn_poweroff              power off, wait, kill if it hangs
+#
+# The cache is never booted itself: tests boot a copy, so it stays clean.
+
+HC_NSPAWN_CACHE=${HC_NSPAWN_CACHE:-/var/cache/hugecollapsed-test}
+# Bump when the package set changes, so old caches are rebuilt.
+HC_NSPAWN_STAMP_VERSION=1
+HC_NSPAWN_PACKAGES=systemd,systemd-sysv,dbus,libproc2-0,libinih1,libsystemd0,procps
+NSPAWN_PID=    # systemd-nspawn itself
+CONTAINER_PID= # the container's PID 1 (nspawn's child)
+CONTAINER_ROOT=
+
+# The host's release and Debian mirror: the daemon is built against the
+# host's libraries, so the container runs the same release.
+host_codename()
+{
+	(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+}
+host_mirror()
+{
+	local url
+	url=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null)
+	[[ -z $url ]] && url=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)
+	echo "${url:-http://deb.debian.org/debian}"
+}
+
+rootfs_is_good() # DIR: the stamp matches and the essentials are there
+{
+	[[ -f $1/.hc-rootfs-stamp && $(cat "$1/.hc-rootfs-stamp") == "$(rootfs_stamp)" ]] &&
+		[[ -x $1/usr/lib/systemd/systemd && -x $1/usr/bin/systemctl && -x $1/usr/bin/nsenter ]] &&
+		[[ -n $(find "$1/usr/lib" -maxdepth 2 -name 'libinih.so.1' -print -quit) ]]
+}
+rootfs_stamp()
+{
+	echo "v$HC_NSPAWN_STAMP_VERSION $(host_codename) $HC_NSPAWN_PACKAGES"
+}
+
+# Prints the cached rootfs directory, building it first if it is missing
+# or damaged. Exits 77 if the archive cannot be reached.
+nspawn_rootfs_cache()
+{
+	local dir=$HC_NSPAWN_CACHE/rootfs-$(host_codename) mirror log
+	mkdir -p "$HC_NSPAWN_CACHE" || exit 1
+	# One builder at a time; others wait for it.
+	exec {lockfd}>"$HC_NSPAWN_CACHE/lock"
+	flock "$lockfd"
+	if ! rootfs_is_good "$dir"; then
+		mirror=$(host_mirror)
+		log=$HC_NSPAWN_CACHE/debootstrap.log
+		hc_log "building the container rootfs in $dir from $mirror (about a minute)" >&2
+		rm -rf "$dir" "$dir.new"
+		if ! debootstrap --variant=minbase --include="$HC_NSPAWN_PACKAGES" "$(host_codename)" "$dir.new" "$mirror" \
+			>"$log" 2>&1; then
+			rm -rf "$dir.new"
+			if grep -qE "Failed getting release file|Couldn't download|Failure trying to run|couldn't resolve|unable to resolve" "$log"; then
+				echo "SKIP: debootstrap cannot reach $mirror: $(grep -m1 -E "^E:" "$log")" >&2
+				exit 77
+			fi
+			echo "FAIL: debootstrap failed, see $log: $(tail -n2 "$log")" >&2
+			exit 1
+		fi
+		rm -rf "$dir.new/var/cache/apt/archives/"*.deb
+		rootfs_stamp >"$dir.new/.hc-rootfs-stamp"
+		mv "$dir.new" "$dir"
+	fi
+	exec {lockfd}>&-
+	echo "$dir"
+}
+
+inc()
+{
+	nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- "$@"
+}
+
+# nspawn_boot ROOT: boots ROOT (a private copy) in the background. A private
+# network gives the container its own, read-only sysfs instance as well.
+nspawn_boot()
+{
+	local i state
+	CONTAINER_ROOT=$1
+	systemd-nspawn -q -D "$CONTAINER_ROOT" --boot --register=no --keep-unit --console=pipe \
+		--private-network --machine=hc-test >"$HC_TMP/console.log" 2>&1 </dev/null &
+	NSPAWN_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		CONTAINER_PID=$(awk '{ print $1 }' /proc/"$NSPAWN_PID"/task/*/children 2>/dev/null | head -n1)
+		[[ -n $CONTAINER_PID ]] && [[ $(readlink "/proc/$CONTAINER_PID/exe" 2>/dev/null) == */systemd ]] && break
+		CONTAINER_PID=
+		kill -0 "$NSPAWN_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [[ -z $CONTAINER_PID ]]; then
+		hc_log "console: $(tail -n5 "$HC_TMP/console.log")"
+		return 1
+	fi
+	# Until its PID 1 listens, systemctl cannot connect; then --wait
+	# blocks until boot is done.
+	for ((i = 0; i < 900; i++)); do
+		state=$(timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
+			systemctl is-system-running --wait 2>&1)
+		[[ $state == *"Failed to connect"* ]] || break
+		kill -0 "$NSPAWN_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ $state == running ]] || hc_log "container state: $state; failed units: $(inc systemctl --failed --no-legend 2>&1)"
+	[[ $state == running || $state == degraded ]]
+}
+
+# Powers the container off (SIGRTMIN+4 to its PID 1 if systemctl cannot),
+# waits up to 30 s, then kills nspawn. Leaves no process and no mount.
+nspawn_poweroff()
+{
+	local i
+	[[ -n $NSPAWN_PID ]] || return 0
+	if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+		timeout 10 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
+			systemctl poweroff --no-block >/dev/null 2>&1 ||
+			kill -s RTMIN+4 "$CONTAINER_PID" 2>/dev/null
+		for ((i = 0; i < 300; i++)); do
+			kill -0 "$NSPAWN_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+			hc_log "container did not power off in 30 s: killing it"
+			kill -KILL "$NSPAWN_PID" 2>/dev/null
+			[[ -n $CONTAINER_PID ]] && kill -KILL "$CONTAINER_PID" 2>/dev/null
+		fi
+	fi
+	wait "$NSPAWN_PID" 2>/dev/null
+	NSPAWN_PID=
+	# nspawn unmounts on exit; a killed one may leave mounts under the root.
+	if [[ -n $CONTAINER_ROOT ]]; then
+		local m
+		while read -r m; do
+			umount -l "$m" 2>/dev/null
+		done < <(awk -v r="$CONTAINER_ROOT" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r)
+	fi
+}
+
+# Mounts below ROOT that are still there (none expected after poweroff).
+nspawn_leftover_mounts()
+{
+	awk -v r="$1" 'index($2, r) == 1' /proc/self/mounts | wc -l
+}

@@ -8,6 +8,10 @@
  * word i of the buffer holds pattern_word(i), so a page moved to the wrong
  * place or replaced by zeroes during a collapse is caught:
  *   SIGUSR1          verify, print "pattern ok" or "pattern bad at OFF"
+ *   SIGUSR2          idle role: fault in one more page of a spare mapping
+ *                    (minflt and RSS change, the address space does not)
+ *   SIGHUP           idle role: map one more, untouched page (only the
+ *                    address space changes); prints "grew" or "touched"
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
@@ -29,12 +33,17 @@
 #define PATTERN_SEED  UINT64_C(0x9e3779b97f4a7c15)
 #define SPARSE_STRIDE 16u /* the sparse role touches one page in 16 */
 
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF };
+/* idle: filled (so referenced) and then never touched, unlike cold no
+ * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
+ * pages and unmaps the old one, so it always has new candidates. */
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN };
 
-static const char *const role_names[] = {"hot", "cold", "lazyfree", "sparse", "huge", "shmem", "nohuge", "thpoff"};
+static const char *const role_names[] = {"hot",   "cold",   "lazyfree", "sparse", "huge",
+					 "shmem", "nohuge", "thpoff",   "idle",   "churn"};
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
+static volatile sig_atomic_t touch_requested, grow_requested;
 static volatile uint64_t read_sink; /* keeps the reads from being optimised away */
 
 static void on_stop(int sig)
@@ -47,6 +56,18 @@ static void on_verify(int sig)
 {
 	(void)sig;
 	verify_requested = 1;
+}
+
+static void on_touch(int sig)
+{
+	(void)sig;
+	touch_requested = 1;
+}
+
+static void on_grow(int sig)
+{
+	(void)sig;
+	grow_requested = 1;
 }
 
 /* splitmix64 finaliser: every word differs from its neighbours, from other
@@ -159,6 +180,24 @@ static long verify(enum role r, const char *buf, size_t len)
 	return -1;
 }
 
+/* The idle role's answers to SIGUSR2 and SIGHUP. */
+static void touch_or_grow(char *spare)
+{
+	static size_t touched;
+
+	if (touch_requested && spare && touched < HPAGE_SZ / PAGE_SZ) {
+		spare[touched++ * PAGE_SZ] = 1;
+		printf("touched\n");
+	}
+	if (grow_requested) {
+		if (mmap(NULL, PAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			die("mmap grow");
+		printf("grew\n");
+	}
+	touch_requested = grow_requested = 0;
+	fflush(stdout);
+}
+
 /* One round of access. Hot roles write the same value back into each page
  * (dirty + young) and read another word; lazyfree only reads (a write would
  * make the page non-lazy-free again); sparse reads the pages it touched. */
@@ -221,8 +260,8 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff --mb N "
-			"[--hot-interval-ms MS]\n");
+	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn "
+			"--mb N [--hot-interval-ms MS]\n");
 	exit(2);
 }
 
@@ -254,6 +293,10 @@ static void install_handlers(void)
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_verify;
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_touch;
+	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = on_grow;
+	sigaction(SIGHUP, &sa, NULL);
 	/* If the test script dies, do not outlive it. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
@@ -298,6 +341,14 @@ int main(int argc, char **argv)
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))
 		die("madvise(MADV_FREE)");
 
+	/* Untouched until SIGUSR2: faults there change no existing mapping. */
+	char *spare = NULL;
+	if (r == IDLE) {
+		spare = mmap(NULL, HPAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (spare == MAP_FAILED)
+			die("mmap spare");
+	}
+
 	printf("ready %ld 0x%" PRIxPTR " %zu\n", (long)getpid(), (uintptr_t)buf, len);
 	fflush(stdout);
 
@@ -311,8 +362,17 @@ int main(int argc, char **argv)
 				printf("pattern bad at %ld\n", off);
 			fflush(stdout);
 		}
-		if (r != COLD)
+		if (touch_requested || grow_requested)
+			touch_or_grow(spare);
+		if (r == CHURN) {
+			/* Map the new one first, so it gets another address. */
+			char *next = map_aligned_anon(len);
+			fill(r, next, len);
+			munmap(buf, len);
+			buf = next;
+		} else if (r != COLD && r != IDLE) {
 			access_round(r, buf, len);
+		}
 		sleep_ms((unsigned)interval_ms);
 	}
 

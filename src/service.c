@@ -90,8 +90,11 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 	(void)userdata;
 	(void)usec;
 	sd_notify(0, "WATCHDOG=1");
-	if (sd_watchdog_enabled(0, &wd) > 0)
+	/* A time source is one-shot: it needs re-arming, not just a new time. */
+	if (sd_watchdog_enabled(0, &wd) > 0) {
 		sd_event_source_set_time_relative(src, wd / 2);
+		sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	}
 	return 0;
 }
 

@@ -47,6 +47,9 @@ int engine_init(struct engine *e, const struct config *cfg)
 		e->procs = NULL;
 		return r;
 	}
+	r = fault_doorbell_open(&e->doorbell);
+	if (r < 0)
+		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
 	return 0;
 }
 
@@ -75,6 +78,7 @@ void engine_free(struct engine *e)
 	vma_list_free(&e->vmas);
 	proc_table_free(&e->sample);
 	range_scanner_free(&e->scanner);
+	fault_doorbell_close(&e->doorbell);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -291,7 +295,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 		range_scanner_detach(&e->scanner);
 		return -ENOMEM;
 	}
-	memcpy(e->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
+	if (s->nblocks) /* both may still be NULL: memcpy(NULL, NULL, 0) is undefined */
+		memcpy(e->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
 	e->nold_blocks = s->nblocks;
 	s->nblocks = 0;
 	memset(s->results, 0, sizeof(s->results));
@@ -680,6 +685,20 @@ out:
 	return r;
 }
 
+/* Nothing can have become a candidate if no process faulted since the last
+ * full pass, nothing is left over from it, and no full rescan is due (which
+ * catches the changes that come without faults: mremap, THP splits). */
+static bool pass_can_idle(const struct engine *e, double now)
+{
+	const struct config *c = e->cfg;
+	bool sampling = c->defaults.access_sampling;
+
+	for (size_t i = 0; i < c->nrules && !sampling; i++)
+		sampling = c->rules[i].policy.access_sampling;
+	return !sampling && e->pending == 0 && e->last_full_pass > 0 && now - e->last_full_pass < c->full_rescan_s &&
+	       !fault_doorbell_rang(&e->doorbell);
+}
+
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
 {
 	double t0, t1, now;
@@ -687,6 +706,14 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 
 	memset(ps, 0, sizeof(*ps));
 	t0 = monotonic_seconds();
+	if (o->allow_idle && pass_can_idle(e, e->now())) {
+		ps->idle = true;
+		ps->scan_s = monotonic_seconds() - t0;
+		e->total.scan_s += ps->scan_s;
+		e->passes++;
+		e->passes_idle++;
+		return 0;
+	}
 	r = engine_sample(e);
 	if (r < 0)
 		return r;
@@ -712,6 +739,13 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		ps->collapse_s = monotonic_seconds() - t1;
 	}
 	e->last_pass = now;
+	e->last_full_pass = now;
+	e->pending = 0;
+	for (size_t i = 0; i < e->nst; i++)
+		if (e->st[i].policy && e->st[i].policy->enable && pid_selected(o, e->st[i].pid))
+			e->pending += e->st[i].nblocks;
+	/* Armed after our own work, so the pass's own faults do not count. */
+	fault_doorbell_arm(&e->doorbell);
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		e->total.results[i] += ps->results[i];

@@ -29,6 +29,9 @@ void json_string(FILE *f, const char *s)
 
 static bool shown(const struct proc_state *s)
 {
+	/* Not scanned, so no results: say so rather than leave it out. */
+	if (s->policy && !s->policy->enable)
+		return true;
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		if (s->results[r])
 			return true;

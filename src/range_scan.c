@@ -49,24 +49,106 @@ static void add_run(struct block_counts *c, uint64_t categories, unsigned n)
 		c->huge += n;
 }
 
-void block_counts_from_regions(const struct hc_page_region *r, size_t nr, uint64_t first_block, size_t nblocks,
-			       struct block_counts *counts)
+void region_walk_init(struct region_walk *w, uint64_t first, size_t nblocks, block_sink_fn sink, void *ctx)
 {
-	uint64_t limit = first_block + nblocks * HPAGE_SIZE;
+	*w = (struct region_walk){.first = first,
+				  .end = first + nblocks * HPAGE_SIZE,
+				  .next = first,
+				  .cur_block = UINT64_MAX,
+				  .sink = sink,
+				  .ctx = ctx};
+}
+
+/* Sends the block being accumulated, after the untouched ones before it. */
+static void walk_flush(struct region_walk *w)
+{
+	static const struct block_counts none;
+
+	if (w->cur_block == UINT64_MAX)
+		return;
+	if (w->cur_block > w->next)
+		w->sink(w->ctx, w->next, (w->cur_block - w->next) / HPAGE_SIZE, &none);
+	w->sink(w->ctx, w->cur_block, 1, &w->cur);
+	w->next = w->cur_block + HPAGE_SIZE;
+	w->cur_block = UINT64_MAX;
+}
+
+void region_walk_feed(struct region_walk *w, const struct hc_page_region *r, size_t nr)
+{
+	static const struct block_counts none;
 
 	for (size_t i = 0; i < nr; i++) {
-		uint64_t addr = r[i].start < first_block ? first_block : r[i].start;
-		uint64_t end = r[i].end > limit ? limit : r[i].end;
+		uint64_t addr = r[i].start < w->first ? w->first : r[i].start;
+		uint64_t end = r[i].end > w->end ? w->end : r[i].end;
 
-		/* One step per block touched, however long the run. */
 		while (addr < end) {
-			size_t b = (addr - first_block) / HPAGE_SIZE;
-			uint64_t block_end = first_block + (b + 1) * HPAGE_SIZE;
-			uint64_t e = end < block_end ? end : block_end;
-			add_run(&counts[b], r[i].categories, (unsigned)((e - addr) / PAGE_SZ));
+			uint64_t block = addr & ~(HPAGE_SIZE - 1);
+
+			if (block != w->cur_block) {
+				walk_flush(w);
+				if (block < w->next) /* out of order: ignore what was sent */
+					break;
+				/* A run covering whole blocks: one step for all. */
+				if (addr == block && end - block >= HPAGE_SIZE) {
+					size_t n = (end - block) / HPAGE_SIZE;
+					struct block_counts c = {0};
+
+					add_run(&c, r[i].categories, HPAGE_PAGES);
+					if (block > w->next)
+						w->sink(w->ctx, w->next, (block - w->next) / HPAGE_SIZE, &none);
+					w->sink(w->ctx, block, n, &c);
+					w->next = block + n * HPAGE_SIZE;
+					addr = w->next;
+					continue;
+				}
+				w->cur_block = block;
+				memset(&w->cur, 0, sizeof(w->cur));
+			}
+			uint64_t e = end < block + HPAGE_SIZE ? end : block + HPAGE_SIZE;
+			add_run(&w->cur, r[i].categories, (unsigned)((e - addr) / PAGE_SZ));
 			addr = e;
 		}
 	}
+}
+
+void region_walk_finish(struct region_walk *w)
+{
+	static const struct block_counts none;
+
+	walk_flush(w);
+	if (w->end > w->next)
+		w->sink(w->ctx, w->next, (w->end - w->next) / HPAGE_SIZE, &none);
+	w->next = w->end;
+}
+
+static void add_to_array(void *ctx, uint64_t addr, size_t n, const struct block_counts *c)
+{
+	struct {
+		struct block_counts *counts;
+		uint64_t first;
+	} *a = ctx;
+	size_t b = (addr - a->first) / HPAGE_SIZE;
+
+	for (size_t i = 0; i < n; i++) {
+		a->counts[b + i].present += c->present;
+		a->counts[b + i].zero += c->zero;
+		a->counts[b + i].swapped += c->swapped;
+		a->counts[b + i].huge += c->huge;
+	}
+}
+
+void block_counts_from_regions(const struct hc_page_region *r, size_t nr, uint64_t first_block, size_t nblocks,
+			       struct block_counts *counts)
+{
+	struct {
+		struct block_counts *counts;
+		uint64_t first;
+	} a = {counts, first_block};
+	struct region_walk w;
+
+	region_walk_init(&w, first_block, nblocks, add_to_array, &a);
+	region_walk_feed(&w, r, nr);
+	region_walk_finish(&w);
 }
 
 /* Reads exactly len bytes or fails. A dead process's pagemap reads as 0
@@ -165,45 +247,6 @@ static bool read_block_kpageflags(struct range_scanner *s)
 	return true;
 }
 
-static int grow_counts(struct range_scanner *s, size_t n)
-{
-	if (GROW(s->counts, s->counts_cap, n) < 0)
-		return -ENOMEM;
-	memset(s->counts, 0, n * sizeof(*s->counts));
-	return 0;
-}
-
-/* Walks [start, end) with PAGEMAP_SCAN into s->counts. */
-static int scan_counts(struct range_scanner *s, uint64_t first, size_t nblocks)
-{
-	uint64_t start = first, end = first + nblocks * HPAGE_SIZE;
-
-	while (start < end) {
-		struct hc_pm_scan_arg arg = {
-		    .size = sizeof(arg),
-		    .start = start,
-		    .end = end,
-		    .vec = (uintptr_t)s->regions,
-		    .vec_len = s->regions_cap,
-		    .category_anyof_mask = SCAN_CATEGORIES,
-		    .return_mask = SCAN_CATEGORIES,
-		};
-		int n;
-		do {
-			s->stats.scan_ioctls++;
-			n = ioctl(s->pagemap_fd, HC_PAGEMAP_SCAN, &arg);
-		} while (n < 0 && errno == EINTR);
-		if (n < 0)
-			return -errno;
-		block_counts_from_regions(s->regions, (size_t)n, first, nblocks, s->counts);
-		/* The walk stops early only when vec is full. */
-		if (arg.walk_end <= start)
-			return -EIO;
-		start = arg.walk_end;
-	}
-	return 0;
-}
-
 /* The page-by-page look at a block that passed the cheap checks: the
  * exclusive bit for max_ptes_shared and, if asked, kpageflags for lazy-free.
  * Present, zero, swap and huge counts stay those of the scan. */
@@ -256,12 +299,91 @@ static int pagemap_block(struct range_scanner *s, uint64_t addr, bool anon, bool
 	return 0;
 }
 
+/* What a VMA's scan needs while the walk hands it blocks. */
+struct vma_scan {
+	struct range_scanner *s;
+	bool anon, deep, check_lazyfree;
+	const struct collapse_limits *lim;
+	uint64_t *results;
+	candidate_fn on_candidate;
+	void *ctx;
+	int err;
+};
+
+/* Classifies n blocks with equal counts; only candidates are looked at one
+ * by one (the deep check, and the callback). */
+static void classify_blocks(void *opaque, uint64_t addr, size_t n, const struct block_counts *counts)
+{
+	struct vma_scan *x = opaque;
+	enum scan_result r = classify_block(counts, x->anon, x->lim);
+
+	if (r != SCAN_CANDIDATE) {
+		x->results[r] += n;
+		return;
+	}
+	for (size_t i = 0; i < n && !x->err; i++, addr += HPAGE_SIZE) {
+		struct block_counts c = *counts;
+
+		r = SCAN_CANDIDATE;
+		if (x->deep && (x->err = deep_check(x->s, addr, x->anon, x->check_lazyfree, x->lim, &c, &r)))
+			return;
+		x->results[r]++;
+		if (r == SCAN_CANDIDATE && x->on_candidate)
+			x->on_candidate(x->ctx, addr, &c);
+	}
+}
+
+/* Walks the blocks with PAGEMAP_SCAN; holes are never returned. */
+static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nblocks, struct vma_scan *x)
+{
+	uint64_t start = first, end = first + nblocks * HPAGE_SIZE;
+	struct region_walk w;
+
+	region_walk_init(&w, first, nblocks, classify_blocks, x);
+	while (start < end && !x->err) {
+		struct hc_pm_scan_arg arg = {
+		    .size = sizeof(arg),
+		    .start = start,
+		    .end = end,
+		    .vec = (uintptr_t)s->regions,
+		    .vec_len = s->regions_cap,
+		    .category_anyof_mask = SCAN_CATEGORIES,
+		    .return_mask = SCAN_CATEGORIES,
+		};
+		int n;
+
+		do {
+			s->stats.scan_ioctls++;
+			n = ioctl(s->pagemap_fd, HC_PAGEMAP_SCAN, &arg);
+		} while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return -errno;
+		region_walk_feed(&w, s->regions, (size_t)n);
+		/* The walk stops early only when vec is full. */
+		if (arg.walk_end <= start)
+			return -EIO;
+		start = arg.walk_end;
+	}
+	if (!x->err)
+		region_walk_finish(&w);
+	return x->err;
+}
+
 int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazyfree, const struct collapse_limits *lim,
 		   uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate, void *ctx)
 {
-	struct vma_blocks b;
 	bool anon = v->kind == VMA_ANON;
-	bool deep = (anon && lim->max_ptes_shared < HPAGE_PAGES) || check_lazyfree;
+	struct vma_scan x = {
+	    .s = s,
+	    .anon = anon,
+	    .deep = (anon && lim->max_ptes_shared < HPAGE_PAGES) || check_lazyfree,
+	    .check_lazyfree = check_lazyfree,
+	    .lim = lim,
+	    .results = results,
+	    .on_candidate = on_candidate,
+	    .ctx = ctx,
+	};
+	struct vma_blocks b;
 	int err;
 
 	if (s->pagemap_fd < 0)
@@ -269,28 +391,15 @@ int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazy
 	vma_blocks(v, &b);
 	if (b.whole == 0)
 		return 0;
-
-	if (s->use_scan_ioctl) {
-		err = grow_counts(s, b.whole);
-		if (!err)
-			err = scan_counts(s, b.first, b.whole);
-		if (err)
-			return err;
-	}
+	if (s->use_scan_ioctl)
+		return scan_with_ioctl(s, b.first, b.whole, &x);
 	for (size_t i = 0; i < b.whole; i++) {
 		uint64_t addr = b.first + i * HPAGE_SIZE;
 		struct block_counts c;
 		enum scan_result r;
 
-		if (s->use_scan_ioctl) {
-			c = s->counts[i];
-			r = classify_block(&c, anon, lim);
-			if (r == SCAN_CANDIDATE && deep &&
-			    (err = deep_check(s, addr, anon, check_lazyfree, lim, &c, &r)))
-				return err;
-		} else if ((err = pagemap_block(s, addr, anon, check_lazyfree, lim, &c, &r))) {
+		if ((err = pagemap_block(s, addr, anon, check_lazyfree, lim, &c, &r)))
 			return err;
-		}
 		results[r]++;
 		if (r == SCAN_CANDIDATE && on_candidate)
 			on_candidate(ctx, addr, &c);
@@ -364,13 +473,11 @@ void range_scanner_free(struct range_scanner *s)
 		close(s->kpageflags_fd);
 	s->kpageflags_fd = -1;
 	free(s->regions);
-	free(s->counts);
 	free(s->pm);
 	free(s->kpf);
 	s->regions = NULL;
-	s->counts = NULL;
 	s->pm = s->kpf = NULL;
-	s->regions_cap = s->counts_cap = 0;
+	s->regions_cap = 0;
 }
 
 int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd)

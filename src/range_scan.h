@@ -29,9 +29,32 @@ struct hc_page_region {
 #define HC_PAGE_IS_PFNZERO   (1 << 5)
 #define HC_PAGE_IS_HUGE      (1 << 6)
 
-/* Accumulates PAGEMAP_SCAN runs into per-block counts. Pure, for tests:
- * regions must be sorted and inside [first_block, first_block + nblocks *
- * HPAGE_SIZE); counts[] has nblocks entries and is added to. */
+/* Turns PAGEMAP_SCAN runs into per-block counts, incrementally and in
+ * O(runs + blocks touched): blocks no run touches reach the sink in bulk as
+ * all-zero counts, and a run that covers whole blocks with one category
+ * reaches it once for all of them. So an 8 GiB VMA of THPs, or a huge mostly
+ * empty reservation, costs a handful of steps. Pure.
+ *
+ * The sink is called with n consecutive blocks starting at addr that all
+ * have the counts c, in address order. Runs must come in address order
+ * (as PAGEMAP_SCAN returns them, across several calls if need be) and are
+ * clipped to [first, first + nblocks * HPAGE_SIZE). */
+typedef void (*block_sink_fn)(void *ctx, uint64_t addr, size_t n, const struct block_counts *c);
+
+struct region_walk {
+	uint64_t first, end;
+	uint64_t next;      /* first block not yet sent to the sink */
+	uint64_t cur_block; /* block being accumulated; UINT64_MAX: none */
+	struct block_counts cur;
+	block_sink_fn sink;
+	void *ctx;
+};
+
+void region_walk_init(struct region_walk *w, uint64_t first, size_t nblocks, block_sink_fn sink, void *ctx);
+void region_walk_feed(struct region_walk *w, const struct hc_page_region *r, size_t nr);
+void region_walk_finish(struct region_walk *w);
+
+/* The same walk into an array: counts[] has nblocks entries and is added to. */
 void block_counts_from_regions(const struct hc_page_region *r, size_t nr, uint64_t first_block, size_t nblocks,
 			       struct block_counts *counts);
 
@@ -50,8 +73,6 @@ struct range_scanner {
 	/* Buffers reused across VMAs and processes. */
 	struct hc_page_region *regions;
 	size_t regions_cap;
-	struct block_counts *counts;
-	size_t counts_cap;
 	uint64_t *pm;  /* HPAGE_PAGES pagemap entries */
 	uint64_t *kpf; /* HPAGE_PAGES kpageflags */
 };

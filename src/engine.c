@@ -593,7 +593,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
 			if (m)
 				m->eagain++;
-			if (collect_retry && oc == COLLAPSE_EAGAIN)
+			/* The retry later in this pass is one of its eagain_retries. */
+			if (collect_retry && oc == COLLAPSE_EAGAIN && m && m->eagain <= s->policy->eagain_retries)
 				cr->retry[cr->nretry++] = (struct candidate){.proc = p, .addr = cr->addrs[i]};
 			break;
 		case COLLAPSE_ENOMEM:

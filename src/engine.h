@@ -14,6 +14,7 @@
 
 #include "collapse.h"
 #include "config.h"
+#include "fault_doorbell.h"
 #include "plan.h"
 #include "procs.h"
 #include "range_scan.h"
@@ -64,6 +65,7 @@ struct pass_stats {
 	unsigned procs_active;    /* active within idle_after_s */
 	uint64_t smaps_reads, pagemap_ops;
 	bool backing_off;       /* no collapse this pass: after ENOMEM */
+	bool idle;              /* skipped: no fault anywhere, nothing pending */
 	bool missing_privilege; /* EPERM/EACCES from the kernel */
 };
 
@@ -72,6 +74,8 @@ struct pass_options {
 	bool unlimited; /* --once: collapse every candidate, no budget */
 	const pid_t *pids;
 	size_t npids;       /* 0: every process */
+	bool allow_idle;    /* daemon: skip the pass when no fault happened
+			     * anywhere and nothing is pending (fault_doorbell) */
 	double max_seconds; /* stop collapsing this long after the pass began
 			     * (0: no limit); the rest waits for the next pass */
 };
@@ -108,6 +112,10 @@ struct engine {
 	bool log_collapses; /* one log line per process collapsed (daemon) */
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
+	struct fault_doorbell doorbell;
+	double last_full_pass;   /* monotonic seconds */
+	size_t pending;          /* candidate blocks remembered after the last pass */
+	uint64_t passes_idle;    /* passes skipped by the doorbell */
 	struct pass_stats total; /* since start */
 	struct pass_stats last;  /* the last pass */
 	uint64_t passes;

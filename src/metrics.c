@@ -37,6 +37,9 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 
 	header(f, "hugecollapsed_passes_total", "counter", "Passes completed.");
 	fprintf(f, "hugecollapsed_passes_total %llu\n", (unsigned long long)e->passes);
+	header(f, "hugecollapsed_passes_idle_total", "counter",
+	       "Passes skipped because no process page-faulted since the last full pass and nothing was pending.");
+	fprintf(f, "hugecollapsed_passes_idle_total %llu\n", (unsigned long long)e->passes_idle);
 	header(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.");
 	fprintf(f, "hugecollapsed_scan_seconds_total %.6f\n", t->scan_s);
 	header(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.");

@@ -29,6 +29,7 @@ struct service {
 	sd_event_source *pass_timer;
 	bool metrics_failed; /* logged once until it works again */
 	double max_pass_s;   /* bound on one dispatch: a quarter of the watchdog */
+	double last_report;  /* monotonic seconds of the last metrics/STATUS */
 	int exit_status;
 };
 
@@ -61,21 +62,28 @@ static uint64_t interval_usec(const struct service *s)
 static int on_pass(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct service *s = userdata;
-	struct pass_options o = {.max_seconds = s->max_pass_s};
+	struct pass_options o = {.max_seconds = s->max_pass_s, .allow_idle = true};
 	struct pass_stats ps;
+	double now;
 	int r;
 
 	(void)usec;
 	r = engine_pass(&s->engine, &o, &ps);
 	if (r < 0)
 		log_err("pass %llu failed: %s", (unsigned long long)s->engine.passes, strerror(-r));
-	if (ps.collapsed_bytes || log_is_verbose())
+	if (!ps.idle && (ps.collapsed_bytes || log_is_verbose()))
 		log_info("pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
 			 "collapse %.1f ms",
 			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
 			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
-	write_metrics(s);
-	notify_status(s);
+	/* An idle pass changes nothing worth telling more than once a second
+	 * (with scan_interval_ms = 0 there may be thousands of them). */
+	now = monotonic_seconds();
+	if (!ps.idle || now - s->last_report >= 1.0) {
+		write_metrics(s);
+		notify_status(s);
+		s->last_report = now;
+	}
 	/* The next pass is an interval after this one ends, so a slow pass
 	 * never queues up passes behind it. */
 	sd_event_source_set_time_relative(src, interval_usec(s));

@@ -1,0 +1,242 @@
+#!/bin/bash
+# The daemon's metrics file:
+#  - hc_prom_check rejects malformed text (so its OK below means something);
+#  - after a few passes the file is valid Prometheus text, mode 0644, with
+#    no temporary file beside it; it holds every required metric, a
+#    hugecollapsed_ranges_total{result=…} for every scan result and collapse
+#    outcome the binary knows, and collapsed bytes under the cgroup label of
+#    the one workload collapsing is enabled for; counters never go down;
+#  - `hugecollapsed --status` summarizes it, and fails on a missing file;
+#  - a missing metrics directory, or a regular file where the directory
+#    should be, is logged once and does not stop the daemon; once the
+#    directory exists the file is written again.
+# Collapsing is enabled only in a test cgroup, so the daemon leaves the rest
+# of the machine alone. Needs root and cgroup2; exits 77 otherwise.
+# shellcheck source=tests/lib/hc_test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/hc_test_lib.sh"
+
+HC_PROM_CHECK=${HC_PROM_CHECK:-$HC_BUILD/tests/hc_prom_check}
+
+require_root
+require_cmd jq
+require_exec "$HC_BIN" "$HC_WORKLOAD" "$HC_PROM_CHECK"
+
+CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [[ -z $CG_ROOT || ! -w $CG_ROOT/cgroup.procs ]]; then
+	echo "SKIP: no writable cgroup2 mount in /proc/mounts"
+	exit 77
+fi
+CG=hc-test-metrics-$$
+DPIDS=() # daemons we started
+
+# Stop our daemons, move our processes out of the test cgroup and remove
+# it, then let the library kill the workloads and remove $HC_TMP.
+cleanup()
+{
+	local pid
+	for pid in "${DPIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	if [[ -d $CG_ROOT/$CG ]]; then
+		while read -r pid; do
+			echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
+		done <"$CG_ROOT/$CG/cgroup.procs"
+		rmdir "$CG_ROOT/$CG" || echo "# WARNING: cannot remove $CG_ROOT/$CG"
+	fi
+	hc_cleanup
+}
+trap cleanup EXIT
+
+ETC=$HC_TMP/etc
+CONF=$ETC/hugecollapsed.conf
+RUN=$HC_TMP/run
+PROM=$RUN/metrics.prom
+mkdir -m 0755 "$ETC" "$ETC/cgroup.d" "$RUN"
+
+write_config() # METRICS_FILE
+{
+	printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\n[collapse]\nenable = no\n' "$1" >"$CONF"
+	chmod 0644 "$CONF"
+}
+printf '[cgroup]\npath = /%s\nenable = yes\n' "$CG" >"$ETC/cgroup.d/test.conf"
+chmod 0644 "$ETC/cgroup.d/test.conf"
+
+# start_daemon ERRFILE: in the background, without any NOTIFY_SOCKET we
+# might have inherited. Sets DPID.
+start_daemon()
+{
+	env -u NOTIFY_SOCKET -u WATCHDOG_USEC -u WATCHDOG_PID "$HC_BIN" --config "$CONF" 2>"$1" &
+	DPID=$!
+	DPIDS+=("$DPID")
+}
+
+stop_daemon()
+{
+	kill -TERM "$DPID"
+	wait "$DPID"
+	assert_eq "daemon exits 0 on SIGTERM" "$?" 0
+	DPIDS=()
+}
+
+alive()
+{
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)
+	[[ -n $state && $state != Z ]]
+}
+
+# value FILE SERIES: the value of the sample "SERIES VALUE", or empty.
+value()
+{
+	awk -v s="$2" 'index($0, s " ") == 1 { print substr($0, length(s) + 2); exit }' "$1"
+}
+
+### The checker itself rejects what it should.
+bad_case()
+{
+	printf '%b' "$2" >"$HC_TMP/bad.prom"
+	if "$HC_PROM_CHECK" "$HC_TMP/bad.prom" >"$HC_TMP/bad.out"; then
+		hc_not_ok "hc_prom_check rejects $1"
+	else
+		hc_ok "hc_prom_check rejects $1: $(head -n1 "$HC_TMP/bad.out")"
+	fi
+}
+H='# HELP a_total A.\n# TYPE a_total counter\n'
+bad_case "a sample before HELP/TYPE" 'a_total 1\n'
+bad_case "a bad metric name" "${H}a-total 1\n"
+bad_case "a counter not named _total" '# HELP a A.\n# TYPE a counter\na 1\n'
+bad_case "a second TYPE" "${H}# TYPE a_total counter\na_total 1\n"
+bad_case "TYPE after samples" '# HELP g G.\n# TYPE g gauge\ng 1\n# TYPE g gauge\n'
+bad_case "a bad label escape" "${H}a_total{x=\"a\\\\tb\"} 1\n"
+bad_case "an unquoted label value" "${H}a_total{x=a} 1\n"
+bad_case "a value that is not a float" "${H}a_total 1,5\n"
+bad_case "a series twice" "${H}a_total 1\na_total 2\n"
+bad_case "a negative counter" "${H}a_total -1\n"
+bad_case "a missing final newline" "${H}a_total 1"
+printf '%b' "${H}"'a_total{x="q\\"b\\\\c\\nd"} 1.5e3\na_total 2 1700000000000\n# HELP g G.\n# TYPE g gauge\ng NaN\n' \
+	>"$HC_TMP/good.prom"
+assert_cmd "hc_prom_check accepts escapes, exponents, timestamps, NaN" "$HC_PROM_CHECK" "$HC_TMP/good.prom"
+
+### A hot workload in the one cgroup collapsing is enabled for.
+mkdir "$CG_ROOT/$CG" || {
+	hc_not_ok "create $CG_ROOT/$CG"
+	hc_summary
+	exit 1
+}
+if ! start_workload hot 16 hot; then
+	hc_not_ok "start workload hot"
+	hc_summary
+	exit 1
+fi
+echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
+
+# The result and outcome names the binary knows, from its JSON output.
+write_config "$PROM"
+"$HC_BIN" --once --dry-run --json --config "$CONF" --pid "${WL_PID[hot]}" >"$HC_TMP/names.json"
+mapfile -t RESULTS < <(jq -r '(.results | keys[]), (.outcomes | keys[])' "$HC_TMP/names.json")
+assert_ge "scan results and collapse outcomes named by --json" "${#RESULTS[@]}" 8
+
+### The daemon writes the file.
+start_daemon "$HC_TMP/daemon.err"
+series="hugecollapsed_collapsed_bytes_total{cgroup=\"/$CG\"}"
+for ((i = 0; i < 200; i++)); do
+	if [[ -s $PROM ]] && (($(value "$PROM" hugecollapsed_passes_total) >= 5)) &&
+		(($(value "$PROM" "$series" || true) + 0 > 0)); then
+		break
+	fi
+	sleep 0.1
+done
+cp "$PROM" "$HC_TMP/snap1.prom"
+hc_log "$(grep -c . "$HC_TMP/snap1.prom") lines after $(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total) passes"
+if "$HC_PROM_CHECK" "$HC_TMP/snap1.prom" >"$HC_TMP/check.out"; then
+	hc_ok "the metrics file is valid Prometheus text: $(tail -n1 "$HC_TMP/check.out")"
+else
+	hc_not_ok "the metrics file is valid Prometheus text"
+	sed 's/^/#   /' "$HC_TMP/check.out"
+fi
+assert_eq "the metrics file is mode 0644" "$(stat -c %a "$PROM")" 644
+assert_eq "no temporary file beside it" "$(ls -A "$RUN")" metrics.prom
+assert_ge "passes_total >= 5" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" 5
+for m in hugecollapsed_passes_total hugecollapsed_scan_seconds_total hugecollapsed_collapse_seconds_total \
+	hugecollapsed_processes_scanned_total hugecollapsed_processes_unchanged_total; do
+	assert_cmd "$m present" grep -Eq "^$m [0-9.e+]+$" "$HC_TMP/snap1.prom"
+done
+for r in "${RESULTS[@]}"; do
+	assert_cmd "ranges_total{result=\"$r\"} present" \
+		grep -Eq "^hugecollapsed_ranges_total\{result=\"$r\"\} [0-9]+$" "$HC_TMP/snap1.prom"
+done
+assert_eq "khugepaged_mode{mode=\"keep\"} is 1" \
+	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_khugepaged_mode{mode="keep"}')" 1
+assert_eq "exactly one khugepaged mode is 1" \
+	"$(grep -c '^hugecollapsed_khugepaged_mode{mode="[a-z]*"} 1$' "$HC_TMP/snap1.prom")" 1
+bytes=$(value "$HC_TMP/snap1.prom" "$series")
+assert_ge "collapsed bytes under cgroup=\"/$CG\"" "${bytes:-0}" $((2 << 20))
+assert_eq "collapsed bytes in whole 2 MiB blocks" $((${bytes:-1} % (2 << 20))) 0
+assert_eq "collapsed bytes for no other cgroup (collapsing is off there)" \
+	"$(grep '^hugecollapsed_collapsed_bytes_total{' "$HC_TMP/snap1.prom" | grep -vF "$series" | grep -vc ' 0$')" 0
+assert_ge "ranges_total{result=\"collapsed\"} counts them" \
+	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_ranges_total{result="collapsed"}')" $((${bytes:-0} >> 21))
+assert_ge "processes_scanned_total >= 1" "$(value "$HC_TMP/snap1.prom" hugecollapsed_processes_scanned_total)" 1
+
+# Counters never go down from one write to the next.
+sleep 1
+cp "$PROM" "$HC_TMP/snap2.prom"
+assert_lt "passes_total grew" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" \
+	"$(value "$HC_TMP/snap2.prom" hugecollapsed_passes_total)"
+decreased=$(awk '
+	FNR == NR && /^hugecollapsed_[a-z_]*_total[{ ]/ { v[$1] = $2; next }
+	/^hugecollapsed_[a-z_]*_total[{ ]/ && ($1 in v) && $2 + 0 < v[$1] + 0 { print $1 }' \
+	"$HC_TMP/snap1.prom" "$HC_TMP/snap2.prom")
+assert_eq "no counter decreased" "$decreased" ""
+
+### --status
+"$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1
+assert_eq "--status exits 0" "$?" 0
+hc_log "$(sed -n 1p "$HC_TMP/status.out")"
+assert_cmd "--status: passes, MiB collapsed, khugepaged mode" \
+	grep -Eq '^hugecollapsed: [0-9]+ passes, [0-9.]+ MiB collapsed, khugepaged keep$' "$HC_TMP/status.out"
+assert_cmd "--status: names the file" grep -qF "metrics file $PROM" "$HC_TMP/status.out"
+assert_cmd "--status: processes line" grep -Eq '^  processes: [0-9]+ scans' "$HC_TMP/status.out"
+assert_cmd "--status: ranges line with collapsed" grep -Eq '^  ranges:.* collapsed [1-9]' "$HC_TMP/status.out"
+stop_daemon
+
+write_config "$RUN/none/metrics.prom"
+"$HC_BIN" --status --config "$CONF" >"$HC_TMP/status2.out" 2>&1
+rc=$?
+assert_cmd "--status fails on a missing file" test "$rc" -ne 0
+assert_cmd "--status says why" grep -q 'is the daemon running' "$HC_TMP/status2.out"
+
+### A missing metrics directory: logged once, the daemon runs on.
+MISSING=$RUN/missing
+write_config "$MISSING/metrics.prom"
+ERR=$HC_TMP/daemon2.err
+start_daemon "$ERR"
+sleep 2 # about 10 passes
+if alive "$DPID"; then hc_ok "runs on without its metrics directory"; else hc_not_ok "died without its metrics directory"; fi
+assert_eq "the error is logged once in 10 passes" "$(grep -c 'cannot write metrics file' "$ERR")" 1
+assert_cmd "the error names the file and the reason" \
+	grep -qF "cannot write metrics file $MISSING/metrics.prom: No such file or directory" "$ERR"
+mkdir -m 0755 "$MISSING"
+for ((i = 0; i < 30; i++)); do [[ -s $MISSING/metrics.prom ]] && break; sleep 0.1; done
+assert_cmd "written once the directory exists" test -s "$MISSING/metrics.prom"
+assert_cmd "and the log says so" grep -q 'written again' "$ERR"
+
+# A regular file where the directory should be, through a reload.
+: >"$RUN/notadir"
+write_config "$RUN/notadir/metrics.prom"
+kill -HUP "$DPID"
+sleep 2
+if alive "$DPID"; then hc_ok "runs on with a file for a metrics directory"; else hc_not_ok "died with a file for a metrics directory"; fi
+assert_eq "that error is logged once too" "$(grep -c 'cannot write metrics file' "$ERR")" 2
+assert_cmd "it names ENOTDIR" grep -q 'Not a directory' "$ERR"
+stop_daemon
+
+stop_workload hot
+assert_eq "workload pattern intact at exit" "$?" 0
+if ((HC_FAIL)); then
+	hc_log "first snapshot:"
+	grep -v '^#' "$HC_TMP/snap1.prom" | sed 's/^/#   /'
+	hc_log "daemon stderr:"
+	sed 's/^/#   /' "$HC_TMP/daemon.err" "$ERR"
+fi
+hc_summary

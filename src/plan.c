@@ -52,5 +52,6 @@ static int cmp_candidate(const void *pa, const void *pb)
 
 void plan_order(struct candidate *c, size_t n)
 {
-	qsort(c, n, sizeof(*c), cmp_candidate);
+	if (n) /* c may be NULL when there is nothing: qsort(NULL, 0, …) is undefined */
+		qsort(c, n, sizeof(*c), cmp_candidate);
 }

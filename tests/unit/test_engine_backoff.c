@@ -1,0 +1,364 @@
+/* engine_pass() against a real child process and a scripted fake
+ * process_madvise, with an injected clock: what the engine does after the
+ * kernel answers ENOMEM (back off for alloc_backoff_ms), EAGAIN (retry
+ * eagain_retries times, one of them later in the same pass) and EINVAL
+ * (never again until the process's maps change). */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "engine.h"
+
+#define PAGE     4096u
+#define BLOCK    (2u << 20)
+#define NBLOCKS  4
+#define T0       1000.0
+#define BACKOFF  5000 /* ms */
+#define MAX_ADDR 64
+
+/* --- The child: NBLOCKS blocks filled with 4 KiB pages, then commands. --- */
+
+struct child {
+	pid_t pid;
+	int cmd, ack;
+	uint64_t base;
+};
+
+/* Commands: 'f' faults in one more page of a spare mapping (counters change,
+ * maps do not), 'm' maps one more page (the address space grows). */
+static void child_main(int cmd, int ack)
+{
+	size_t len = NBLOCKS * BLOCK, touched = 0;
+	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *spare = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char c;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (raw == MAP_FAILED || spare == MAP_FAILED)
+		_exit(2);
+	char *buf = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	for (size_t off = 0; off < len; off += PAGE)
+		buf[off] = 1;
+	uint64_t base = (uintptr_t)buf;
+	if (write(ack, &base, sizeof(base)) != sizeof(base))
+		_exit(2);
+	while (read(cmd, &c, 1) == 1) {
+		if (c == 'f')
+			spare[touched++ * PAGE] = 1;
+		else if (c == 'm' && mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			_exit(2);
+		else if (c == 'q')
+			_exit(0);
+		if (write(ack, &c, 1) != 1)
+			_exit(2);
+	}
+	_exit(0);
+}
+
+static void child_start(struct child *ch)
+{
+	int cmd[2], ack[2];
+
+	assert_int_equal(pipe(cmd), 0);
+	assert_int_equal(pipe(ack), 0);
+	ch->pid = fork();
+	assert_true(ch->pid >= 0);
+	if (ch->pid == 0) {
+		close(cmd[1]);
+		close(ack[0]);
+		child_main(cmd[0], ack[1]);
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	ch->cmd = cmd[1];
+	ch->ack = ack[0];
+	assert_int_equal(read(ch->ack, &ch->base, sizeof(ch->base)), sizeof(ch->base));
+}
+
+static void child_do(struct child *ch, char c)
+{
+	char a;
+
+	assert_int_equal(write(ch->cmd, &c, 1), 1);
+	assert_int_equal(read(ch->ack, &a, 1), 1);
+	assert_int_equal(a, c);
+}
+
+static void child_stop(struct child *ch)
+{
+	int status;
+
+	assert_int_equal(write(ch->cmd, "q", 1), 1);
+	assert_int_equal(waitpid(ch->pid, &status, 0), ch->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(ch->cmd);
+	close(ch->ack);
+}
+
+/* --- The fake syscall and clock. --- */
+
+static struct fake {
+	uint64_t addr[MAX_ADDR];
+	int err[MAX_ADDR]; /* the answer for addr[i]; 0 = collapses */
+	unsigned attempts[MAX_ADDR];
+	size_t n;
+	unsigned calls;
+	int default_err; /* for addresses not scripted */
+} fk;
+
+static double fake_time;
+
+static double fake_clock(void)
+{
+	return fake_time;
+}
+
+static size_t slot(uint64_t addr)
+{
+	for (size_t i = 0; i < fk.n; i++)
+		if (fk.addr[i] == addr)
+			return i;
+	assert_true(fk.n < MAX_ADDR);
+	fk.addr[fk.n] = addr;
+	fk.err[fk.n] = fk.default_err;
+	return fk.n++;
+}
+
+static void script(uint64_t addr, int err)
+{
+	fk.err[slot(addr)] = err;
+}
+
+static unsigned attempts(uint64_t addr)
+{
+	return fk.attempts[slot(addr)];
+}
+
+/* Like vector_madvise(): in order, stop at the first failure, return the
+ * bytes done if any, else -1 with that failure's errno. A block counts as
+ * attempted when the caller learns its outcome: a failure after completed
+ * iovecs is only a short count, and collapse_blocks() resubmits from it. */
+static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	size_t done = 0;
+
+	(void)pidfd;
+	assert_int_equal(advice, MADV_COLLAPSE);
+	assert_int_equal(flags, 0);
+	fk.calls++;
+	for (size_t i = 0; i < vlen; i++) {
+		size_t s = slot((uint64_t)(uintptr_t)iov[i].iov_base);
+
+		if (fk.err[s] && done)
+			return (ssize_t)done;
+		fk.attempts[s]++;
+		if (fk.err[s]) {
+			errno = fk.err[s];
+			return -1;
+		}
+		done += iov[i].iov_len;
+	}
+	return (ssize_t)done;
+}
+
+/* --- Fixture: one config, one engine, one child. --- */
+
+struct fixture {
+	struct config cfg;
+	struct engine e;
+	struct child ch;
+	struct pass_options o;
+	struct pass_stats ps;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	memset(&fk, 0, sizeof(fk));
+	fake_time = T0;
+	config_defaults(&f->cfg);
+	f->cfg.alloc_backoff_ms = BACKOFF;
+	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
+	f->e.madvise_fn = fake_madvise;
+	f->e.now = fake_clock;
+	child_start(&f->ch);
+	f->o = (struct pass_options){.pids = &f->ch.pid, .npids = 1};
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	child_stop(&f->ch);
+	engine_free(&f->e);
+	config_free(&f->cfg);
+	free(f);
+	return 0;
+}
+
+/* A pass at T0 + at_s seconds. */
+static void pass_at(struct fixture *f, double at_s)
+{
+	fake_time = T0 + at_s;
+	assert_int_equal(engine_pass(&f->e, &f->o, &f->ps), 0);
+}
+
+static uint64_t block(const struct fixture *f, unsigned i)
+{
+	return f->ch.base + (uint64_t)i * BLOCK;
+}
+
+/* The first pass scans the child and finds its blocks (and only those:
+ * everything else it has is shared with us or tiny); every test needs it. */
+static void first_pass(struct fixture *f)
+{
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], NBLOCKS);
+}
+
+static void test_enomem_backs_off(void **state)
+{
+	struct fixture *f = *state;
+	unsigned calls;
+
+	fk.default_err = ENOMEM;
+	first_pass(f);
+	assert_false(f->ps.backing_off); /* not yet: this pass learned it */
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+	assert_int_equal(fk.calls, 1); /* ENOMEM stops the pass */
+	assert_int_equal(attempts(block(f, 0)) + attempts(block(f, 1)) + attempts(block(f, 2)) + attempts(block(f, 3)),
+			 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], NBLOCKS - 1);
+
+	calls = fk.calls;
+	pass_at(f, 1);
+	assert_true(f->ps.backing_off);
+	assert_int_equal(fk.calls, calls);
+	pass_at(f, BACKOFF / 1000.0 - 0.1);
+	assert_true(f->ps.backing_off);
+	assert_int_equal(fk.calls, calls);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 0);
+
+	/* alloc_backoff_ms later: the candidates are still there and tried. */
+	fk.default_err = 0;
+	for (size_t i = 0; i < fk.n; i++)
+		fk.err[i] = 0;
+	pass_at(f, BACKOFF / 1000.0 + 0.1);
+	assert_false(f->ps.backing_off);
+	assert_true(fk.calls > calls);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
+	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+}
+
+/* eagain_retries: "how many times a block that failed with eagain is tried
+ * again before it is left alone until the next full rescan". */
+static void check_eagain(struct fixture *f, unsigned retries)
+{
+	uint64_t b0;
+
+	f->cfg.defaults.eagain_retries = retries;
+	first_pass(f);
+	b0 = block(f, 0);
+	script(b0, EAGAIN);
+	/* The first pass already tried b0 successfully with the default
+	 * script: start over with a full rescan, which forgets nothing but
+	 * the memos of collapsed blocks (the fake did not really collapse). */
+	memset(fk.attempts, 0, sizeof(fk.attempts));
+	pass_at(f, f->cfg.full_rescan_s + 1.0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b0), retries >= 1 ? 2 : 1); /* once more at the end of the pass */
+	for (unsigned i = 1; i < NBLOCKS; i++)
+		assert_int_equal(attempts(block(f, i)), 1); /* collapsed at once, not retried */
+	for (unsigned p = 2; p <= retries + 3; p++) {
+		pass_at(f, f->cfg.full_rescan_s + (double)p);
+		assert_int_equal(f->ps.procs_scanned, 0); /* nothing changed */
+	}
+	assert_int_equal(attempts(b0), 1 + retries);
+	/* The next full rescan finds it again. */
+	pass_at(f, 2.0 * f->cfg.full_rescan_s + 10);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b0), 1 + retries + (retries >= 1 ? 2 : 1));
+}
+
+static void test_eagain_retries_0(void **state)
+{
+	check_eagain(*state, 0);
+}
+
+static void test_eagain_retries_1(void **state)
+{
+	check_eagain(*state, 1);
+}
+
+static void test_eagain_retries_2(void **state)
+{
+	check_eagain(*state, 2);
+}
+
+static void test_eagain_retries_3(void **state)
+{
+	check_eagain(*state, 3);
+}
+
+static void test_einval_until_maps_change(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t b1;
+
+	b1 = block(f, 1);
+	script(b1, EINVAL);
+	first_pass(f);
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		assert_int_equal(attempts(block(f, i)), 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_EINVAL], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS - 1);
+
+	pass_at(f, 1);
+	assert_int_equal(attempts(b1), 1);
+
+	/* A fault: the process is scanned again, b1 stays refused. */
+	child_do(&f->ch, 'f');
+	pass_at(f, 2);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b1), 1);
+	assert_true(attempts(block(f, 0)) >= 2); /* the others were found again */
+
+	/* A new mapping: the refusal was about the old layout. */
+	child_do(&f->ch, 'm');
+	pass_at(f, 3);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b1), 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_EINVAL], 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eagain_retries_3, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_einval_until_maps_change, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -468,8 +468,14 @@ static int build_candidates(struct engine *e, const struct pass_options *o, stru
 			c->addr = m->addr;
 			c->proc = (uint32_t)i;
 			c->present = m->present;
-			c->score = candidate_score(pol->weight, &s->activity, m->referenced_pct, m->present);
-			c->tier = now - m->first_seen >= pol->max_wait_s ? TIER_AGED : active ? TIER_ACTIVE : TIER_IDLE;
+			if (now - m->first_seen >= pol->max_wait_s) {
+				/* Aged blocks go first, oldest first: FIFO bounds the wait. */
+				c->tier = TIER_AGED;
+				c->score = now - m->first_seen;
+			} else {
+				c->tier = active ? TIER_ACTIVE : TIER_IDLE;
+				c->score = candidate_score(pol->weight, &s->activity, m->referenced_pct, m->present);
+			}
 		}
 	}
 	plan_order(e->cands, e->ncands);

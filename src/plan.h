@@ -16,7 +16,10 @@
  *
  * The 0.05 floor keeps weight and fill meaningful for quiet processes.
  * Candidates are ordered by tier first, then score:
- *   tier 2 (aged):   waited max_wait_s or longer — bounds starvation;
+ *   tier 2 (aged):   waited max_wait_s or longer; among them the oldest first
+ *                    (their score is the seconds waited), so a block waits at
+ *                    most max_wait_s plus the time the budget needs for the
+ *                    blocks that aged before it — never forever;
  *   tier 1 (active): the process was active within idle_after_s;
  *   tier 0 (idle):   everything else, ranked below every active process.
  */

@@ -557,7 +557,8 @@ struct collapse_run {
 	struct candidate *retry; /* blocks that answered EAGAIN */
 	size_t nretry;
 	double deadline; /* monotonic seconds; 0: none */
-	bool stop;       /* ENOMEM, EPERM or the deadline: no more this pass */
+	bool (*interrupted)(void);
+	bool stop; /* ENOMEM, EPERM or the deadline: no more this pass */
 };
 
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
@@ -643,8 +644,9 @@ static void collapse_selected(struct engine *e, struct candidate *sel, size_t ns
 				sel[j].proc = UINT32_MAX;
 			}
 		collapse_process(e, p, cr, n, ps, collect_retry, now);
-		if (cr->deadline > 0 && monotonic_seconds() >= cr->deadline)
-			cr->stop = true; /* bound one dispatch; the rest keeps its place */
+		/* Bound one dispatch; what is left keeps its place. */
+		if ((cr->deadline > 0 && monotonic_seconds() >= cr->deadline) || (cr->interrupted && cr->interrupted()))
+			cr->stop = true;
 	}
 }
 
@@ -656,7 +658,8 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 	double global = 0, global_budget;
 	struct spend sp[64];
 	size_t nsp = 0, nsel = 0;
-	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0};
+	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
+				  .interrupted = o->interrupted};
 	int r = 0;
 
 	/* The budget is a rate: spend what the time since the last pass earned,
@@ -729,6 +732,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	for (size_t i = 0; i < e->nst; i++) {
 		if (!pid_selected(o, e->st[i].pid))
 			continue;
+		if (o->interrupted && o->interrupted())
+			break;
 		ps->procs_total++;
 		visit_process(e, &e->st[i], o, ps, now);
 		if (e->st[i].policy && !e->st[i].policy->enable)

@@ -73,9 +73,12 @@ struct pass_options {
 	bool dry_run;
 	bool unlimited; /* --once: collapse every candidate, no budget */
 	const pid_t *pids;
-	size_t npids;       /* 0: every process */
-	bool allow_idle;    /* daemon: skip the pass when no fault happened
-			     * anywhere and nothing is pending (fault_doorbell) */
+	size_t npids;    /* 0: every process */
+	bool allow_idle; /* daemon: skip the pass when no fault happened
+			  * anywhere and nothing is pending (fault_doorbell) */
+	/* Asked between processes; true abandons the rest of the pass (the
+	 * daemon: SIGTERM is pending). NULL: never. */
+	bool (*interrupted)(void);
 	double max_seconds; /* stop collapsing this long after the pass began
 			     * (0: no limit); the rest waits for the next pass */
 };

@@ -59,10 +59,19 @@ static uint64_t interval_usec(const struct service *s)
 	return (uint64_t)s->cfg.scan_interval_ms * 1000;
 }
 
+/* SIGTERM/SIGINT are blocked and read through a signalfd, so they wait as
+ * pending: a long pass asks between processes, to stop within 2 s. */
+static bool stop_requested(void)
+{
+	sigset_t pending;
+
+	return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
 static int on_pass(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct service *s = userdata;
-	struct pass_options o = {.max_seconds = s->max_pass_s, .allow_idle = true};
+	struct pass_options o = {.max_seconds = s->max_pass_s, .allow_idle = true, .interrupted = stop_requested};
 	struct pass_stats ps;
 	double now;
 	int r;

@@ -87,6 +87,14 @@ int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
+	/* 0644 whatever the umask (the unit's is 0077): node_exporter reads it
+	 * as another user. */
+	if (fchmod(fd, 0644) != 0) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		err = -errno;

@@ -1,0 +1,394 @@
+/* metrics: the Prometheus text of a hand-filled engine (values, label
+ * escaping, families), and metrics_write()'s atomic replace. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collapse.h"
+#include "engine.h"
+#include "metrics.h"
+#include "scan_result.h"
+
+#define MIB2 (UINT64_C(2) << 20)
+
+static char tmp[64];
+
+/* An engine with every field metrics_format() reads set to something
+ * recognizable; cgroup names include the characters that need escaping. */
+static struct cgroup_bytes cgs[2];
+static struct engine eng;
+
+static void fill_engine(struct engine *e)
+{
+	memset(e, 0, sizeof(*e));
+	cgs[0] = (struct cgroup_bytes){.cgroup = "/system.slice/web.service", .bytes = 3 * MIB2};
+	cgs[1] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 2 * MIB2};
+	e->cg_bytes = cgs;
+	e->ncg_bytes = 2;
+	e->passes = 7;
+	e->total.scan_s = 1.5;
+	e->total.collapse_s = 0.25;
+	e->total.procs_scanned = 11;
+	e->total.procs_unchanged = 13;
+	e->total.results[SCAN_CANDIDATE] = 21;
+	e->total.results[SCAN_COLD] = 4;
+	e->total.outcomes[COLLAPSE_OK] = 5;
+	e->total.outcomes[COLLAPSE_EAGAIN] = 2;
+	e->last.procs_active = 3;
+}
+
+/* metrics_format() into a NUL-terminated string the caller frees. */
+static char *format(const struct engine *e, enum khugepaged_mode mode)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	metrics_format(f, e, mode);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* True if text holds line as a whole line. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t l = strlen(line);
+
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if ((p == text || p[-1] == '\n') && p[l] == '\n')
+			return true;
+	return false;
+}
+
+static void assert_line(const char *text, const char *line)
+{
+	if (!has_line(text, line))
+		fail_msg("missing line: %s\n--- in ---\n%s", line, text);
+}
+
+static int count_prefix(const char *text, const char *prefix)
+{
+	int n = 0;
+	size_t l = strlen(prefix);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		n += !strncmp(p, prefix, l);
+	return n;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(tmp, "/tmp/test_metrics.XXXXXX");
+	fill_engine(&eng);
+	return mkdtemp(tmp) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	char p[512];
+
+	(void)state;
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(p, sizeof(p), "%s/%s", tmp, de->d_name);
+			if (unlink(p) < 0)
+				rmdir(p);
+		}
+	if (d)
+		closedir(d);
+	return rmdir(tmp);
+}
+
+static void test_values(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_IDLE);
+
+	(void)state;
+	assert_line(t, "hugecollapsed_passes_total 7");
+	assert_line(t, "hugecollapsed_scan_seconds_total 1.500000");
+	assert_line(t, "hugecollapsed_collapse_seconds_total 0.250000");
+	assert_line(t, "hugecollapsed_processes_scanned_total 11");
+	assert_line(t, "hugecollapsed_processes_unchanged_total 13");
+	assert_line(t, "hugecollapsed_processes_active 3");
+	assert_line(t, "hugecollapsed_ranges_total{result=\"candidate\"} 21");
+	assert_line(t, "hugecollapsed_ranges_total{result=\"cold\"} 4");
+	assert_line(t, "hugecollapsed_ranges_total{result=\"collapsed\"} 5");
+	assert_line(t, "hugecollapsed_ranges_total{result=\"eagain\"} 2");
+	assert_line(t, "hugecollapsed_ranges_total{result=\"pmd_mapped\"} 0");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/system.slice/web.service\"} 6291456");
+	assert_line(t, "hugecollapsed_khugepaged_mode{mode=\"idle\"} 1");
+	assert_line(t, "hugecollapsed_khugepaged_mode{mode=\"keep\"} 0");
+	assert_line(t, "hugecollapsed_khugepaged_mode{mode=\"off\"} 0");
+	assert_int_equal(count_prefix(t, "hugecollapsed_khugepaged_mode{"), 3);
+	free(t);
+}
+
+/* A cgroup path may hold any byte but NUL: quote, backslash and newline
+ * must be escaped or the line (and the whole file) is unparseable. */
+static void test_label_escaping(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_KEEP);
+
+	(void)state;
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/we\\\"ird\\\\name\\nhere\"} 4194304");
+	/* The raw newline must not split the sample. */
+	assert_null(strstr(t, "name\nhere"));
+	free(t);
+}
+
+/* Every scan result and collapse outcome has its own ranges_total series,
+ * once; no two share a name. */
+static void test_every_result_and_outcome(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_KEEP), series[128];
+
+	(void)state;
+	for (int r = 0; r < SCAN_NR_RESULTS; r++) {
+		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"} ", scan_result_name(r));
+		assert_int_equal(count_prefix(t, series), 1);
+	}
+	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++) {
+		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"} ",
+			 collapse_outcome_name(o));
+		assert_int_equal(count_prefix(t, series), 1);
+	}
+	assert_int_equal(count_prefix(t, "hugecollapsed_ranges_total{"), SCAN_NR_RESULTS + COLLAPSE_NR_OUTCOMES);
+	free(t);
+}
+
+/* Each sample's family has "# HELP" and "# TYPE" once, before it; counters
+ * end in _total. */
+static void test_families(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_OFF), *save = NULL, name[128], key[160];
+	int samples = 0;
+
+	(void)state;
+	for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *decl;
+		size_t n;
+
+		if (l[0] == '#')
+			continue;
+		n = strcspn(l, "{ ");
+		assert_true(n > 0 && n < sizeof(name));
+		memcpy(name, l, n);
+		name[n] = 0;
+		samples++;
+		/* The TYPE line is earlier in the (already split) buffer. */
+		snprintf(key, sizeof(key), "# TYPE %s ", name);
+		decl = memmem(t, (size_t)(l - t), key, strlen(key));
+		if (!decl)
+			fail_msg("sample %s has no TYPE before it", name);
+		assert_null(memmem(decl + 1, (size_t)(l - decl - 1), key, strlen(key)));
+		snprintf(key, sizeof(key), "# HELP %s ", name);
+		if (!memmem(t, (size_t)(l - t), key, strlen(key)))
+			fail_msg("sample %s has no HELP before it", name);
+		if (!strncmp(decl + strlen("# TYPE ") + n, " counter", 8))
+			assert_string_equal(name + n - 6, "_total");
+	}
+	assert_true(samples > 20);
+	free(t);
+}
+
+/* No cgroup collapsed anything yet: the family is declared, no samples. */
+static void test_no_cgroups(void **state)
+{
+	struct engine e;
+	char *t;
+
+	(void)state;
+	fill_engine(&e);
+	e.ncg_bytes = 0;
+	t = format(&e, KHUGEPAGED_KEEP);
+	assert_line(t, "# TYPE hugecollapsed_collapsed_bytes_total counter");
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total"), 0);
+	free(t);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	assert_non_null(f);
+	n = getdelim(&buf, &cap, 0, f);
+	fclose(f);
+	assert_true(n > 0);
+	return buf;
+}
+
+/* Drops the line that holds the wall clock, so two outputs compare. */
+static void drop_timestamp(char *t)
+{
+	char *p = strstr(t, "\nhugecollapsed_last_pass_timestamp_seconds "), *end;
+
+	assert_non_null(p);
+	end = strchr(p + 1, '\n');
+	assert_non_null(end);
+	memmove(p, end, strlen(end) + 1);
+}
+
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void test_write_contents_and_mode(void **state)
+{
+	char path[128], *file, *want;
+	struct stat st;
+	mode_t old;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	/* Whatever the daemon's umask (the unit sets 0077), node_exporter,
+	 * another user, must be able to read the file. */
+	old = umask(077);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_OFF), 0);
+	umask(old);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	file = slurp(path);
+	want = format(&eng, KHUGEPAGED_OFF);
+	drop_timestamp(file);
+	drop_timestamp(want);
+	assert_string_equal(file, want);
+	assert_int_equal(entries(tmp), 1); /* no temporary file left */
+	free(file);
+	free(want);
+}
+
+/* A second write replaces the file by rename: a reader holding the old one
+ * keeps a complete old file, never a truncated or half-written one. */
+static void test_write_replaces_by_rename(void **state)
+{
+	char path[128], old_text[8192];
+	struct stat st1, st2;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(stat(path, &st1), 0);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	eng.passes = 8;
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(stat(path, &st2), 0);
+	assert_true(st1.st_ino != st2.st_ino);
+	n = read(fd, old_text, sizeof(old_text) - 1);
+	close(fd);
+	assert_true(n > 0);
+	old_text[n] = 0;
+	assert_int_equal(n, st1.st_size);
+	assert_true(has_line(old_text, "hugecollapsed_passes_total 7"));
+	{
+		char *now = slurp(path);
+
+		assert_true(has_line(now, "hugecollapsed_passes_total 8"));
+		free(now);
+	}
+	assert_int_equal(entries(tmp), 1);
+}
+
+static void test_write_missing_dir(void **state)
+{
+	char path[128];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/missing/metrics.prom", tmp);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), -ENOENT);
+	assert_int_equal(entries(tmp), 0);
+}
+
+/* rename() fails (the target is a directory): an error, and the temporary
+ * file is removed, not left to pile up pass after pass. */
+static void test_write_failed_rename_cleans_up(void **state)
+{
+	char path[128];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), -EISDIR);
+	assert_int_equal(entries(tmp), 1);
+}
+
+static void test_write_no_path(void **state)
+{
+	(void)state;
+	assert_int_equal(metrics_write("", &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write(NULL, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(entries(tmp), 0);
+}
+
+/* --status reads back what metrics_write wrote. */
+static void test_print_status(void **state)
+{
+	char path[128], *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_IDLE), 0);
+	f = open_memstream(&out, &len);
+	assert_int_equal(metrics_print_status(f, path), 0);
+	fclose(f);
+	assert_non_null(strstr(out, "hugecollapsed: 7 passes, 10.0 MiB collapsed, khugepaged idle\n"));
+	assert_non_null(strstr(out, "processes: 11 scans, 13 skipped unchanged, 3 active now"));
+	assert_non_null(strstr(out, " candidate 21 "));
+	assert_non_null(strstr(out, " collapsed 5 "));
+	free(out);
+	snprintf(path, sizeof(path), "%s/none.prom", tmp);
+	f = open_memstream(&out, &len);
+	assert_int_equal(metrics_print_status(f, path), -ENOENT);
+	fclose(f);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_every_result_and_outcome, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_families, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_cgroups, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_contents_and_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_replaces_by_rename, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_missing_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_failed_rename_cleans_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_no_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_print_status, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -101,13 +101,29 @@ journal_since() # N: hugecollapsed's journal after its first N lines
 }
 
 # --- 4. a hot workload -----------------------------------------------------
-inc systemd-run -q --unit=hc-hot -p StandardOutput=file:/run/hc-hot.out \
-	/usr/local/bin/hc_workload --role hot --mb 64
+# hc_workload refuses (status 2) a buffer already huge after its fill, which
+# another THP user on the host (a hugecollapsed of its own) can cause: retry.
 wl_ready()
 {
 	inc grep -q '^ready' /run/hc-hot.out 2>/dev/null
 }
-if wait_for 30 wl_ready; then
+wl_failed()
+{
+	[[ $(show ActiveState hc-hot) == failed ]]
+}
+wl_settled()
+{
+	wl_ready || wl_failed
+}
+for try in 1 2 3; do
+	inc systemctl reset-failed hc-hot 2>/dev/null
+	inc systemd-run -q --unit=hc-hot -p StandardOutput=file:/run/hc-hot.out \
+		/usr/local/bin/hc_workload --role hot --mb 64
+	wait_for 30 wl_settled
+	wl_ready && break
+	hc_log "workload attempt $try failed: $(inc cat /run/hc-hot.out 2>&1 | tail -n1)"
+done
+if wl_ready; then
 	read -r _ WPID WADDR WLEN < <(inc head -n1 /run/hc-hot.out)
 	hc_ok "workload ready: pid $WPID (in the container), $WADDR +$WLEN"
 else

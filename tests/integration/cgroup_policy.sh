@@ -41,6 +41,11 @@ cgroup_of()
 	sed -n 's/^0:://p' "/proc/$1/cgroup"
 }
 
+# Another daemon collapsing everything (someone else's test) would make
+# the PMD checks below meaningless: say so, to explain a failure.
+others=$(pgrep -x hugecollapsed | tr '\n' ' ')
+[[ -n $others ]] && hc_log "WARNING: other hugecollapsed processes are running: $others"
+
 mkdir "$CG_ROOT/$ON" "$CG_ROOT/$OFF" || {
 	hc_not_ok "create cgroups under $CG_ROOT"
 	hc_summary
@@ -61,6 +66,7 @@ EOF
 printf '[cgroup]\npath = /%s\nenable = yes\n' "$ON" >"$ETC/cgroup.d/on.conf"
 printf '[cgroup]\npath = /%s\nenable = no\n' "$OFF" >"$ETC/cgroup.d/off.conf"
 chmod 0644 "$CONF" "$ETC"/cgroup.d/*.conf
+# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 assert_cmd "--check-config reads both policies" \
 	bash -c '"$0" --check-config --config "$1" | grep -q "(2 cgroup policies)"' "$HC_BIN" "$CONF"
 
@@ -98,8 +104,11 @@ timeout 300 "$HC_BIN" --once --json --config "$CONF" "${PIDARGS[@]}" >"$HC_TMP/r
 assert_eq "real: exit status" "$?" 0
 assert_ge "real: on is PMD-mapped (percent)" "$(wl_pmd_pct on)" 90
 assert_eq "real: off has no PMD-mapped bytes" "$(wl_pmd_bytes off)" 0
-assert_eq "real: collapsed_bytes is on's buffer" "$(jq .collapsed_bytes "$HC_TMP/real.json")" \
-	"$(wl_pmd_bytes on)"
+# Bounds that hold even if someone else collapsed blocks meanwhile: the
+# pass tried no more blocks than the enabled workload has.
+attempts=$(jq '[.outcomes[]] | add' "$HC_TMP/real.json")
+assert_le "real: collapse attempts, at most on's blocks" "$attempts" "$(wl_blocks on)"
+assert_le "real: collapsed_bytes, at most on's buffer" "$(jq .collapsed_bytes "$HC_TMP/real.json")" "${WL_LEN[on]}"
 
 for w in on off; do
 	stop_workload "$w"

@@ -95,6 +95,13 @@ int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode
 		unlink(tmp);
 		return err;
 	}
+	/* Readable by node_exporter whatever the umask (the unit sets 0077). */
+	if (fchmod(fd, 0644) != 0) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		err = -errno;

@@ -55,7 +55,9 @@ static int knob_write(const char *file, const char *value)
 	int fd, err;
 
 	snprintf(path, sizeof(path), "%s/%s", sysfs_dir(), file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* O_TRUNC as `echo V > knob` does: no-op on sysfs, but a regular file
+	 * (HC_SYSFS_THP test trees) must not keep the tail of a longer value. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = write(fd, value, strlen(value));

@@ -411,7 +411,8 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 		goto out;
 	}
 	ps->procs_scanned++;
-	if (s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s) {
+	/* A dry run changes nothing, not even the referenced bits. */
+	if (s->policy->access_sampling && !o->dry_run && now - s->last_clear >= s->policy->access_sample_s) {
 		clear_referenced(dirfd, s);
 		s->last_clear = now;
 	}

@@ -178,7 +178,10 @@ static int setup_loop(struct service *s)
 	    (r = sd_event_add_signal(s->event, NULL, SIGINT, on_terminate, s)) < 0 ||
 	    (r = sd_event_add_signal(s->event, NULL, SIGHUP, on_reload, s)) < 0)
 		return r;
-	r = sd_event_add_time_relative(s->event, &s->pass_timer, CLOCK_MONOTONIC, interval_usec(s), 0, on_pass, s);
+	/* Accuracy 0 would mean sd-event's default of 250 ms: every pass would
+	 * start up to 250 ms late, and scan_interval_ms = 0 would run about 4
+	 * passes a second instead of back to back. */
+	r = sd_event_add_time_relative(s->event, &s->pass_timer, CLOCK_MONOTONIC, interval_usec(s), 1, on_pass, s);
 	if (r < 0)
 		return r;
 	s->max_pass_s = 5;

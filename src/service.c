@@ -240,11 +240,13 @@ int service_run(const char *config_path)
 		s.exit_status = 1;
 	}
 out:
-	khugepaged_restore(&s.khp);
+	/* Release our descriptors first: restoring opens sysfs files, and a
+	 * start that failed for want of descriptors must still restore. */
 	sd_event_source_unref(s.pass_timer);
 	sd_event_unref(s.event);
 	if (s.engine.procs)
 		engine_free(&s.engine);
+	khugepaged_restore(&s.khp);
 	config_free(&s.cfg);
 	return s.exit_status;
 }

@@ -372,7 +372,7 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	 * check that it is still the one with our start time. */
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
 		goto out;
-	if (!s->cgroup || due) {
+	if (!s->cgroup || !s->policy || due) {
 		r = read_proc_cgroup(dirfd, cg, sizeof(cg));
 		if (r < 0)
 			snprintf(cg, sizeof(cg), "/");

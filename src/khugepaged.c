@@ -41,10 +41,12 @@ static int knob_read(const char *file, char *out, size_t outlen)
 		return (int)n;
 	if (strchr(buf, '['))
 		return sysfs_selected(buf, out, outlen);
-	buf[strcspn(buf, "\n")] = 0;
-	if (strlen(buf) >= outlen)
+	size_t len = strcspn(buf, "\n");
+
+	if (len >= outlen)
 		return -EINVAL;
-	strcpy(out, buf);
+	memcpy(out, buf, len);
+	out[len] = '\0';
 	return 0;
 }
 

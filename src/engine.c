@@ -534,12 +534,18 @@ static int open_verified_pidfd(const struct proc_state *s)
 	return pidfd;
 }
 
+/* Blocks are 2 MiB-aligned, so bit 0 of a memo's address is free to mark it
+ * dropped. Unlike overwriting the address, it keeps the array sorted: later
+ * memo_find() calls in the same pass must still find their blocks, or a
+ * collapsed block stays a candidate and is submitted again every pass. */
+#define MEMO_DROPPED 1u
+
 static void drop_memo(struct proc_state *s, uint64_t addr)
 {
 	struct block_memo *m = memo_find(s->blocks, s->nblocks, addr);
 
 	if (m)
-		m->addr = UINT64_MAX; /* compacted after the pass */
+		m->addr |= MEMO_DROPPED; /* compacted after the pass */
 }
 
 static void compact_memos(struct proc_state *s, unsigned eagain_retries)
@@ -547,7 +553,7 @@ static void compact_memos(struct proc_state *s, unsigned eagain_retries)
 	size_t w = 0;
 
 	for (size_t i = 0; i < s->nblocks; i++)
-		if (s->blocks[i].addr != UINT64_MAX && s->blocks[i].eagain <= eagain_retries)
+		if (!(s->blocks[i].addr & MEMO_DROPPED) && s->blocks[i].eagain <= eagain_retries)
 			s->blocks[w++] = s->blocks[i];
 	s->nblocks = w;
 }

@@ -1,0 +1,120 @@
+#!/bin/bash
+# Change detection: a process whose fault counters, RSS and address-space
+# size did not change since its last scan is not scanned again.
+#
+# The daemon runs under `strace -f -y -e trace=openat`, so every open of
+# /proc/PID/smaps and /proc/PID/pagemap is counted per process. Three idle
+# workloads (filled, then asleep) are scanned once; over the next passes
+# they must not be opened again. Then one takes a page fault (SIGUSR2: it
+# touches a page of a spare mapping; no maps change) and another maps a new
+# page (SIGHUP: only the address space changes): each must be scanned again,
+# exactly once, and the others not at all. full_rescan_s is an hour.
+# Needs root, cgroup v2 and strace; exits 77 otherwise.
+# shellcheck source=tests/lib/hc_test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/hc_test_lib.sh"
+# shellcheck source=tests/lib/hc_policy_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/hc_policy_lib.sh"
+
+require_root
+require_cgroup2
+require_cmd strace pgrep
+require_exec "$HC_BIN" "$HC_WORKLOAD"
+require_no_other_daemon
+
+W=(idle1 idle2 idle3)
+hc_cgroup_create unchanged || exit 1
+CONF=$HC_TMP/conf/hugecollapsed.conf
+hc_write_config "$CONF" "scan_interval_ms = 300
+full_rescan_s = 3600" ""
+hc_write_rule "$CONF" unchanged ""
+for w in "${W[@]}"; do
+	start_workload idle 8 "$w" || exit 1
+	hc_cgroup_add unchanged "${WL_PID[$w]}" || exit 1
+done
+
+TRACE=$HC_TMP/openat.trace
+HC_DAEMON_LOG=$HC_TMP/daemon.log
+env -u NOTIFY_SOCKET -u JOURNAL_STREAM strace -f -y -qq -e trace=openat -o "$TRACE" \
+	"$HC_BIN" --config "$CONF" -v >"$HC_DAEMON_LOG" 2>&1 &
+STRACE_PID=$!
+HC_EXTRA_PIDS+=("$STRACE_PID")
+for ((i = 0; i < 100; i++)); do
+	grep -q 'started:' "$HC_DAEMON_LOG" && break
+	sleep 0.1
+done
+DAEMON=$(pgrep -P "$STRACE_PID")
+if [[ -z $DAEMON ]] || ! grep -q 'started:' "$HC_DAEMON_LOG"; then
+	hc_not_ok "daemon starts under strace: $(cat "$HC_DAEMON_LOG")"
+	hc_summary
+	exit 1
+fi
+
+# opens NAME FILE: successful opens of /proc/PID/FILE of that workload.
+opens()
+{
+	grep -c "= [0-9]*</proc/${WL_PID[$1]}/$2>\$" "$TRACE"
+}
+
+# wait_opens NAME FILE N: up to 10 s for N opens.
+wait_opens()
+{
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(opens "$1" "$2") >= $3)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# expect PHASE SMAPS… : each workload's smaps and pagemap open counts.
+expect()
+{
+	local phase=$1 i=0 w
+	shift
+	for w in "${W[@]}"; do
+		assert_eq "$phase: $w smaps opened $1 time(s)" "$(opens "$w" smaps)" "$1"
+		assert_eq "$phase: $w pagemap opened $1 time(s)" "$(opens "$w" pagemap)" "$1"
+		shift
+		i=$((i + 1))
+	done
+}
+
+### Scanned once, then left alone.
+for w in "${W[@]}"; do
+	wait_opens "$w" smaps 1 || hc_log "$w: never scanned"
+done
+hc_wait_passes 4 10 || hc_log "fewer than 4 passes logged"
+expect "4 passes after the first scan" 1 1 1
+assert_cmd "the log shows passes with unchanged processes" grep -q 'processes ([1-9][0-9]* unchanged)' "$HC_DAEMON_LOG"
+
+### A fault in idle2: only idle2 is scanned again.
+kill -USR2 "${WL_PID[idle2]}"
+wait_opens idle2 smaps 2 || hc_log "idle2 not scanned again after its fault"
+hc_wait_passes 3 10 || hc_log "fewer than 3 passes logged"
+expect "after a fault in idle2" 1 2 1
+
+### A new mapping in idle3 (no fault): only idle3 is scanned again.
+minflt0=$(awk '{print $10}' "/proc/${WL_PID[idle3]}/stat")
+kill -HUP "${WL_PID[idle3]}"
+for ((i = 0; i < 50; i++)); do
+	grep -q grew "${WL_OUT[idle3]}" && break
+	sleep 0.1
+done
+assert_eq "idle3's SIGHUP changed its address space only (minflt)" \
+	"$(awk '{print $10}' "/proc/${WL_PID[idle3]}/stat")" "$minflt0"
+wait_opens idle3 smaps 2 || hc_log "idle3 not scanned again after its mmap"
+hc_wait_passes 3 10 || hc_log "fewer than 3 passes logged"
+expect "after an mmap in idle3" 1 2 2
+
+assert_eq "idle2 answered SIGUSR2 by touching a page" "$(grep -c touched "${WL_OUT[idle2]}")" 1
+assert_eq "idle3 answered SIGHUP by mapping a page" "$(grep -c grew "${WL_OUT[idle3]}")" 1
+
+kill -TERM "$DAEMON"
+wait "$STRACE_PID"
+assert_eq "daemon exits 0 on SIGTERM (through strace)" "$?" 0
+hc_log "passes logged: $(hc_daemon_passes); last: $(grep 'pass [0-9]*:' "$HC_DAEMON_LOG" | tail -n1)"
+for w in "${W[@]}"; do
+	stop_workload "$w"
+	assert_eq "$w pattern intact at exit" "$?" 0
+done
+hc_summary

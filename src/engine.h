@@ -32,6 +32,7 @@ struct block_memo {
 struct proc_state {
 	pid_t pid;
 	uint64_t start_ticks;
+	uint64_t exec_id;        /* image fingerprint at the last scan: execve keeps pid and start */
 	struct proc_sample prev; /* last sample, for deltas */
 	struct activity activity;
 	double last_active; /* monotonic seconds */

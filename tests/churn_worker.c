@@ -8,8 +8,8 @@
  *       one "role NAME spawned=N ok=N ..." line per role. Exit 0 if every
  *       worker exited 0.
  *   hc_churn_worker ROLE --ms MS          one worker, as the driver forks it
- *   hc_churn_worker mapfile PATH          map PATH (read, exec), touch it,
- *       print "ready PID 0xADDR LEN", wait for SIGTERM
+ *   hc_churn_worker mapfile PATH [COMM]   map PATH (read, exec), touch it,
+ *       set comm to COMM, print "ready PID 0xADDR LEN", wait for SIGTERM
  *
  * Roles (all of them map their buffer at the same fixed address, so a block
  * the daemon remembers for one process lands on another's memory if it ever
@@ -278,8 +278,9 @@ static void install_handlers(void)
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive the test */
 }
 
-/* mapfile: a file mapping like program text, for the smaps name tests. */
-static int map_file(const char *path)
+/* mapfile: a file mapping like program text, for the smaps name tests;
+ * comm (if given) is set with PR_SET_NAME, which takes any bytes. */
+static int map_file(const char *path, const char *comm)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -292,6 +293,8 @@ static int map_file(const char *path)
 	if (b == MAP_FAILED)
 		fail_setup("mmap the file");
 	close(fd);
+	if (comm && prctl(PR_SET_NAME, comm))
+		fail_setup("prctl(PR_SET_NAME)");
 	for (off_t i = 0; i < st.st_size; i += PAGE_SZ)
 		sink += b[i];
 	printf("ready %d 0x%" PRIxPTR " %lld\n", (int)getpid(), (uintptr_t)b, (long long)st.st_size);
@@ -419,7 +422,7 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: hc_churn_worker driver --count N [--parallel P] [--seed S] [--max-ms MS]\n"
 				"       hc_churn_worker candidate|exec|remap|sparse --ms MS [--seed S]\n"
-				"       hc_churn_worker mapfile PATH\n");
+				"       hc_churn_worker mapfile PATH [COMM]\n");
 		return EXIT_SETUP;
 	}
 	install_handlers();
@@ -428,8 +431,8 @@ int main(int argc, char **argv)
 			      (unsigned)num_arg(argc, argv, "--parallel", 8),
 			      (unsigned)num_arg(argc, argv, "--max-ms", 500),
 			      num_arg(argc, argv, "--seed", (unsigned long)getpid()));
-	if (!strcmp(argv[1], "mapfile") && argc == 3)
-		return map_file(argv[2]);
+	if (!strcmp(argv[1], "mapfile") && (argc == 3 || argc == 4))
+		return map_file(argv[2], argc == 4 ? argv[3] : NULL);
 	for (int r = 0; r < NR_ROLES; r++)
 		if (!strcmp(argv[1], role_names[r]))
 			return run_role((enum role)r, (unsigned)num_arg(argc, argv, "--ms", 200),

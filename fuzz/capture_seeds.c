@@ -86,11 +86,11 @@ static void fill(char *b, enum pattern p)
 		break;
 	case SPARSE:
 		for (unsigned i = 0; i < 10; i++)
-			b[i * 50 * PAGE] = 1;
+			b[(size_t)i * 50 * PAGE] = 1;
 		break;
 	case READ:
 		for (unsigned i = 0; i < HPAGE_PAGES; i++)
-			sink += b[i * PAGE];
+			sink = (char)(sink + b[(size_t)i * PAGE]);
 		b[0] = 1; /* one real page, so a page table exists */
 		break;
 	case EMPTY:

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cgroup_rule rules[MAX_RULES];
 	struct config c;
 	const struct policy *got, *want;
-	size_t best_len = 0;
+	size_t best_len = 0, nrules = 0;
 	char *cgroup;
 
 	config_defaults(&c);
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cgroup = strndup(s, (size_t)((nl ? nl : end) - s));
 	if (!cgroup)
 		abort();
-	while (nl && c.nrules < MAX_RULES) {
+	while (nl && nrules < MAX_RULES) {
 		const char *line = nl + 1;
 		char *path;
 		bool dup = false;
@@ -75,20 +75,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nl = memchr(line, '\n', (size_t)(end - line));
 		/* strnlen: a NUL ends the path, as in a C string from a file. */
 		path = normalize(line, strnlen(line, (size_t)((nl ? nl : end) - line)));
-		for (size_t i = 0; i < c.nrules; i++)
+		for (size_t i = 0; i < nrules; i++)
 			dup |= !strcmp(rules[i].path, path);
 		if (dup) {
 			free(path);
 			continue;
 		}
-		rules[c.nrules] = (struct cgroup_rule){.path = path, .policy = c.defaults};
-		rules[c.nrules].policy.weight = (unsigned)c.nrules + 1; /* tells rules apart */
-		c.nrules++;
+		rules[nrules] = (struct cgroup_rule){.path = path, .policy = c.defaults};
+		rules[nrules].policy.weight = (unsigned)nrules + 1; /* tells rules apart */
+		nrules++;
 	}
 	c.rules = rules;
+	c.nrules = nrules;
 
 	want = &c.defaults;
-	for (size_t i = 0; i < c.nrules; i++) {
+	for (size_t i = 0; i < nrules; i++) {
 		size_t n = strlen(rules[i].path);
 
 		if (matches(rules[i].path, cgroup) && n > best_len) {
@@ -100,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (got != want)
 		abort();
 
-	for (size_t i = 0; i < c.nrules; i++)
+	for (size_t i = 0; i < nrules; i++)
 		free(rules[i].path);
 	c.rules = NULL;
 	c.nrules = 0;

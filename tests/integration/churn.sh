@@ -96,7 +96,7 @@ rss_kb()
 }
 fds()
 {
-	ls "/proc/$DPID/fd" 2>/dev/null | wc -l
+	find "/proc/$DPID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l
 }
 # What each fd is, for the log when the count differs.
 fd_targets()

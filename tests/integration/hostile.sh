@@ -242,7 +242,7 @@ for mode in "--dry-run --json" "--json" "--dry-run"; do
 done
 # The file's two 2 MiB blocks are listed as candidates (file_backed = yes,
 # read-only exec text), so its VMA was parsed, name and all.
-read -r _ WL_PID[mapper] WL_ADDR[mapper] WL_LEN[mapper] <"$HC_TMP/mapfile.out"
+read -r _ "WL_PID[mapper]" "WL_ADDR[mapper]" "WL_LEN[mapper]" <"$HC_TMP/mapfile.out"
 if ((WL_ADDR[mapper] % (2 << 20) == 0)); then
 	assert_eq "dry run lists both 2 MiB blocks of the long-named file" "$(json_candidates_in "$HC_TMP/dry.json" mapper)" 2
 else

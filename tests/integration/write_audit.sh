@@ -125,7 +125,7 @@ audit()
 			sleep 0.1
 		done
 		sleep 2
-		kill -TERM $daemon 2>/dev/null
+		kill -TERM "$daemon" 2>/dev/null
 	fi
 	wait "$STRACE_PID"
 	local rc=$?

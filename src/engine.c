@@ -437,7 +437,8 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	}
 	ps->procs_scanned++;
 	/* A dry run changes nothing, not even the referenced bits. */
-	if (s->policy->access_sampling && !o->dry_run && now - s->last_clear >= s->policy->access_sample_s) {
+	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
+	    now - s->last_clear >= s->policy->access_sample_s) {
 		clear_referenced(dirfd, s);
 		s->last_clear = now;
 	}

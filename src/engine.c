@@ -346,29 +346,6 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 		close(fd);
 }
 
-/* A fingerprint of the image a process runs: the code, data, brk, stack,
- * argument and environment addresses of /proc/PID/stat (fields 26-28 and
- * 45-51). execve() keeps the PID and the start time but sets all of these
- * anew (randomized, with ASLR), so blocks scanned in the old image are never
- * collapsed in the new one. 0 when unreadable. */
-static uint64_t read_exec_id(int dirfd)
-{
-	char buf[2048];
-	ssize_t n = read_small_file_at(dirfd, "stat", buf, sizeof(buf));
-	const char *c = n > 0 ? strrchr(buf, ')') : NULL;
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-	int field = 2;
-
-	if (!c)
-		return 0;
-	for (; *c && *c != '\n'; c++) {
-		field += *c == ' ';
-		if ((field >= 26 && field <= 28) || (field >= 45 && field <= 51))
-			h = (h ^ (unsigned char)*c) * 1099511628211ULL; /* with the spaces */
-	}
-	return h;
-}
-
 /* Decides whether a process must be scanned again, and does it. */
 static void visit_process(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 			  double now)
@@ -413,8 +390,8 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 		s->nrefused = 0; /* the kernel's EINVALs were about the old layout */
 	r = read_proc_thp_enabled(dirfd);
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
-	/* Before smaps: an exec after this point shows as a mismatch. */
-	s->exec_id = read_exec_id(dirfd);
+	/* Read before smaps: an exec after this point shows as a mismatch. */
+	s->exec_id = now_stat.exec_id;
 	r = scan_process(e, s, dirfd, ps, now);
 	if (r == -EACCES || r == -EPERM) {
 		/* Capabilities were checked at start, so this process is
@@ -553,7 +530,7 @@ static int open_verified_pidfd(const struct proc_state *s)
 	snprintf(path, sizeof(path), "%s/%d", proc_root(), (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ok = dirfd >= 0 && read_proc_stat(dirfd, &now_stat) == 0 && now_stat.start_ticks == s->start_ticks &&
-	     read_exec_id(dirfd) == s->exec_id;
+	     now_stat.exec_id == s->exec_id;
 	if (dirfd >= 0)
 		close(dirfd);
 	if (!ok) {

@@ -156,6 +156,23 @@ enum {
 	F_RSS = 24,
 };
 
+/* A fingerprint of the running image: FNV-1a over the code, stack and
+ * data/brk/arg/env addresses (fields 26-28 and 45-51). execve() keeps the
+ * PID and the start time but sets all of these anew, so a decision made
+ * about the old image is never applied to the new one. c points at the
+ * space before field+1. */
+static uint64_t exec_fingerprint(const char *c, const char *end, int field)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; c < end && *c != '\n'; c++) {
+		field += *c == ' ';
+		if ((field >= 26 && field <= 28) || (field >= 45 && field <= 51))
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	}
+	return h;
+}
+
 int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 {
 	const char *end = buf + len;
@@ -242,6 +259,7 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 	if (c >= end || *c != ' ')
 		return -EINVAL;
 	s.cpu_ticks = utime + stime;
+	s.exec_id = exec_fingerprint(c, end, field - 1);
 	*out = s;
 	return 0;
 }

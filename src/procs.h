@@ -15,7 +15,8 @@ struct proc_sample {
 	uint64_t cpu_ticks;   /* utime + stime */
 	uint64_t minflt, majflt;
 	uint64_t rss_pages;
-	uint64_t vsize; /* bytes */
+	uint64_t vsize;   /* bytes */
+	uint64_t exec_id; /* changes on execve (parse_stat_buf only; 0 from libproc2) */
 	char comm[64];
 };
 

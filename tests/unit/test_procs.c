@@ -68,6 +68,35 @@ static void test_real_stat(void **state)
 	assert_int_equal(s.rss_pages, 2308);
 }
 
+/* execve() keeps PID and start time; the exec fingerprint must change with
+ * the image's addresses (code, stack, data, brk, args, env) and nothing else. */
+static void test_exec_fingerprint(void **state)
+{
+	(void)state;
+	/* Fields 1-52 of a real 6.18 line; 26-28 and 45-51 are the addresses. */
+	static const char a[] =
+	    "42 (x) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 555 1000 50 18446744073709551615 "
+	    "94000000000000 94000000100000 140720000000000 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 "
+	    "94000000200000 94000000300000 94000000400000 140720000001000 140720000002000 140720000002000 "
+	    "140720000003000 0\n";
+	char b[sizeof(a)], c[sizeof(a)];
+	struct proc_sample pa, pb, pc;
+
+	memcpy(b, a, sizeof(a));
+	memcpy(c, a, sizeof(a));
+	b[strlen("42 (x) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 555 1000 50 18446744073709551615 9")] =
+	    '5';                                            /* another start_code: a new image */
+	c[strlen("42 (x) S 1 42 42 0 -1 4194560 1")] = '9'; /* another minflt: same image */
+	assert_int_equal(parse_stat_buf(a, strlen(a), &pa), 0);
+	assert_int_equal(parse_stat_buf(b, strlen(b), &pb), 0);
+	assert_int_equal(parse_stat_buf(c, strlen(c), &pc), 0);
+	assert_int_equal(pa.start_ticks, pb.start_ticks);
+	assert_true(pa.exec_id != 0);
+	assert_true(pa.exec_id != pb.exec_id);
+	assert_true(pa.minflt != pc.minflt);
+	assert_true(pa.exec_id == pc.exec_id);
+}
+
 static void test_comm_with_spaces_and_parens(void **state)
 {
 	(void)state;
@@ -424,6 +453,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_real_stat),
+	    cmocka_unit_test(test_exec_fingerprint),
 	    cmocka_unit_test(test_comm_with_spaces_and_parens),
 	    cmocka_unit_test(test_kthread_stat),
 	    cmocka_unit_test(test_hostile_stat_rejected),

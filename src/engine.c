@@ -718,8 +718,8 @@ static bool pass_can_idle(const struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	return !sampling && e->pending == 0 && e->last_full_pass > 0 && now - e->last_full_pass < c->full_rescan_s &&
-	       !fault_doorbell_rang(&e->doorbell);
+	return !sampling && e->pending == 0 && e->resume_pid == 0 && e->last_full_pass > 0 &&
+	       now - e->last_full_pass < c->full_rescan_s && !fault_doorbell_rang(&e->doorbell);
 }
 
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -742,11 +742,22 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		return r;
 	now = e->sample_time;
 	e->scanner.stats = (struct range_scan_stats){0};
-	for (size_t i = 0; i < e->nst; i++) {
+	/* A pass that runs out of time stops scanning where it is and the next
+	 * one starts there, so no process waits behind the others for ever. */
+	size_t first = 0;
+	while (first < e->nst && e->st[first].pid < e->resume_pid)
+		first++;
+	e->resume_pid = 0;
+	for (size_t k = 0; k < e->nst; k++) {
+		size_t i = (first + k) % e->nst;
+
 		if (!pid_selected(o, e->st[i].pid))
 			continue;
-		if (o->interrupted && o->interrupted())
+		if ((o->interrupted && o->interrupted()) ||
+		    (o->max_seconds > 0 && monotonic_seconds() - t0 > o->max_seconds)) {
+			e->resume_pid = e->st[i].pid;
 			break;
+		}
 		ps->procs_total++;
 		visit_process(e, &e->st[i], o, ps, now);
 		if (e->st[i].policy && !e->st[i].policy->enable)

@@ -119,6 +119,7 @@ struct engine {
 	struct fault_doorbell doorbell;
 	double last_full_pass;   /* monotonic seconds */
 	size_t pending;          /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;        /* a pass ran out of time: the next scans from here */
 	uint64_t passes_idle;    /* passes skipped by the doorbell */
 	struct pass_stats total; /* since start */
 	struct pass_stats last;  /* the last pass */

@@ -381,12 +381,16 @@ static void test_real_kernel_collapse(void **state)
 	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
 	uint64_t start = (uint64_t)(uintptr_t)p;
 
-	/* Fault it in as 4 KiB pages first, then make it eligible. */
-	assert_int_equal(madvise(p, len, MADV_NOHUGEPAGE), 0);
+	/* Fault it in as 4 KiB pages. No MADV_HUGEPAGE: MADV_COLLAPSE does not
+	 * need it, and registering the mm would wake khugepaged, which then
+	 * collapses the range itself before we do (when its list was empty).
+	 * With THP enabled=always the faults are huge already: nothing to test. */
 	for (size_t off = 0; off < len; off += 4096)
 		p[off] = (char)(off / 4096 + 1);
-	assert_int_equal(madvise(p, len, MADV_HUGEPAGE), 0);
-	assert_int_equal(anon_huge_kb(start, start + len), 0);
+	if (anon_huge_kb(start, start + len) != 0) {
+		munmap(raw, len + BLOCK);
+		skip();
+	}
 
 	int pidfd = pidfd_open_pid(getpid());
 	assert_true(pidfd >= 0);

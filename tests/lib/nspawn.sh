@@ -80,12 +80,50 @@ inc()
 	nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- "$@"
 }
 
+# nspawn splits the cgroup it runs in into "payload" (the container) and
+# "supervisor" (itself). Where PID 1 is not systemd nobody removes them, so
+# nspawn_poweroff does, if they were not there before the boot.
+NSPAWN_CGROUPS=()
+nspawn_cgroup_dir()
+{
+	local mnt rel
+	mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	[[ -n $mnt ]] && echo "$mnt${rel%/}"
+}
+
+nspawn_remove_cgroups()
+{
+	local d
+	for d in "${NSPAWN_CGROUPS[@]}"; do
+		[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	NSPAWN_CGROUPS=()
+}
+
+# Cgroups nspawn created that are still there (none expected after poweroff).
+nspawn_leftover_cgroups()
+{
+	local d n=0
+	for d in "${NSPAWN_CREATED_CGROUPS[@]}"; do
+		[[ -d $d ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # nspawn_boot ROOT: boots ROOT (a private copy) in the background. A private
 # network gives the container its own, read-only sysfs instance as well.
 nspawn_boot()
 {
 	local i state
 	CONTAINER_ROOT=$1
+	local cg d
+	cg=$(nspawn_cgroup_dir)
+	NSPAWN_CGROUPS=() NSPAWN_CREATED_CGROUPS=()
+	for d in payload supervisor; do
+		[[ -n $cg && ! -e $cg/$d ]] && NSPAWN_CGROUPS+=("$cg/$d")
+	done
+	NSPAWN_CREATED_CGROUPS=("${NSPAWN_CGROUPS[@]}")
 	systemd-nspawn -q -D "$CONTAINER_ROOT" --boot --register=no --keep-unit --console=pipe \
 		--private-network --machine=hc-test >"$HC_TMP/console.log" 2>&1 </dev/null &
 	NSPAWN_PID=$!
@@ -135,6 +173,7 @@ nspawn_poweroff()
 	fi
 	wait "$NSPAWN_PID" 2>/dev/null
 	NSPAWN_PID=
+	nspawn_remove_cgroups
 	# nspawn unmounts on exit; a killed one may leave mounts under the root.
 	if [[ -n $CONTAINER_ROOT ]]; then
 		local m

@@ -30,20 +30,32 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric with one unlabelled sample. */
+static void scalar_u64(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
+{
+	header(f, name, type, help);
+	fprintf(f, "%s %llu\n", name, v);
+}
+
+static void scalar_seconds(FILE *f, const char *name, const char *type, const char *help, double v)
+{
+	header(f, name, type, help);
+	fprintf(f, "%s %.6f\n", name, v);
+}
+
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 {
 	const struct pass_stats *t = &e->total;
 	struct timespec now;
 
-	header(f, "hugecollapsed_passes_total", "counter", "Passes completed.");
-	fprintf(f, "hugecollapsed_passes_total %llu\n", (unsigned long long)e->passes);
-	header(f, "hugecollapsed_passes_idle_total", "counter",
-	       "Passes skipped because no process page-faulted since the last full pass and nothing was pending.");
-	fprintf(f, "hugecollapsed_passes_idle_total %llu\n", (unsigned long long)e->passes_idle);
-	header(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.");
-	fprintf(f, "hugecollapsed_scan_seconds_total %.6f\n", t->scan_s);
-	header(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.");
-	fprintf(f, "hugecollapsed_collapse_seconds_total %.6f\n", t->collapse_s);
+	scalar_u64(f, "hugecollapsed_passes_total", "counter", "Passes completed.", e->passes);
+	scalar_u64(f, "hugecollapsed_passes_idle_total", "counter",
+		   "Passes skipped because no process page-faulted since the last full pass and nothing was pending.",
+		   e->passes_idle);
+	scalar_seconds(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.",
+		       t->scan_s);
+	scalar_seconds(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.",
+		       t->collapse_s);
 	header(f, "hugecollapsed_collapsed_bytes_total", "counter", "Bytes collapsed into huge pages, by cgroup.");
 	for (size_t i = 0; i < e->ncg_bytes; i++) {
 		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
@@ -57,21 +69,20 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
 		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", collapse_outcome_name(o),
 			(unsigned long long)t->outcomes[o]);
-	header(f, "hugecollapsed_processes_scanned_total", "counter", "Processes whose smaps and pagemap were read.");
-	fprintf(f, "hugecollapsed_processes_scanned_total %llu\n", (unsigned long long)t->procs_scanned);
-	header(f, "hugecollapsed_processes_unchanged_total", "counter",
-	       "Processes skipped at the cost of one stat read because nothing changed.");
-	fprintf(f, "hugecollapsed_processes_unchanged_total %llu\n", (unsigned long long)t->procs_unchanged);
-	header(f, "hugecollapsed_processes_active", "gauge", "Processes active within idle_after_s, last pass.");
-	fprintf(f, "hugecollapsed_processes_active %u\n", e->last.procs_active);
+	scalar_u64(f, "hugecollapsed_processes_scanned_total", "counter",
+		   "Processes whose smaps and pagemap were read.", t->procs_scanned);
+	scalar_u64(f, "hugecollapsed_processes_unchanged_total", "counter",
+		   "Processes skipped at the cost of one stat read because nothing changed.", t->procs_unchanged);
+	scalar_u64(f, "hugecollapsed_processes_active", "gauge", "Processes active within idle_after_s, last pass.",
+		   e->last.procs_active);
 	header(f, "hugecollapsed_khugepaged_mode", "gauge", "The khugepaged mode in force (1 for the current one).");
 	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
-	header(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.");
-	fprintf(f, "hugecollapsed_backing_off %d\n", e->last.backing_off);
+	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
+		   e->last.backing_off);
 	clock_gettime(CLOCK_REALTIME, &now);
-	header(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.");
-	fprintf(f, "hugecollapsed_last_pass_timestamp_seconds %lld\n", (long long)now.tv_sec);
+	scalar_u64(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.",
+		   (unsigned long long)now.tv_sec);
 }
 
 int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode)

@@ -75,16 +75,9 @@ sample_all()
 		files+=("/proc/${WL_PID[$w]}/smaps")
 	done
 	awk -v spec="${args[*]}" '
-		function hex2num(s,    i, n) {
-			n = 0
-			s = tolower(s)
-			for (i = 1; i <= length(s); i++)
-				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return n
-		}
 		BEGIN { n = split(spec, sp, " ") }
 		FNR == 1 { f++; split(sp[f], x, ":"); name[f] = x[1]; lo = x[2] + 0; hi = lo + x[3]; len[f] = x[3]; kb[f] = 0 }
-		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inside = hex2num(r[1]) < hi && hex2num(r[2]) > lo; next }
+	'"$HC_AWK_INSIDE"'
 		inside && $1 == "AnonHugePages:" { kb[f] += $2 }
 		END { for (i = 1; i <= f; i++) printf "%s %d\n", name[i], kb[i] * 1024 * 100 / len[i] }
 	' "${files[@]}"

@@ -133,15 +133,7 @@ fi
 # PMD-mapped percentage of the workload's buffer, from its smaps inside.
 wl_pmd_pct_inside()
 {
-	inc cat "/proc/$WPID/smaps" 2>/dev/null | awk -v lo="$((WADDR))" -v hi="$((WADDR + WLEN))" -v len="$WLEN" '
-		function hex2num(s,    i, n) {
-			n = 0
-			s = tolower(s)
-			for (i = 1; i <= length(s); i++)
-				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return n
-		}
-		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inside = hex2num(r[1]) < hi && hex2num(r[2]) > lo; next }
+	inc cat "/proc/$WPID/smaps" 2>/dev/null | awk -v lo="$((WADDR))" -v hi="$((WADDR + WLEN))" -v len="$WLEN" "$HC_AWK_INSIDE"'
 		inside && ($1 == "AnonHugePages:" || $1 == "ShmemPmdMapped:" || $1 == "FilePmdMapped:") { kb += $2 }
 		END { printf "%d\n", kb * 1024 * 100 / len }'
 }

@@ -153,26 +153,29 @@ workload_verify()
 	return 1
 }
 
+# An awk fragment for smaps: on each VMA header line it sets `inside` to
+# whether the VMA intersects [lo, hi) (awk variables the caller sets) and goes
+# to the next line. mawk has no strtonum, hence hex2num (exact: user addresses
+# fit in a double's 53 bits).
+# shellcheck disable=SC2016,SC2034 # awk code, used by the scripts that source this file
+HC_AWK_INSIDE='
+	function hex2num(s,    i, n) {
+		n = 0
+		s = tolower(s)
+		for (i = 1; i <= length(s); i++)
+			n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+		return n
+	}
+	/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inside = hex2num(r[1]) < hi + 0 && hex2num(r[2]) > lo + 0; next }
+'
+
 # smaps_field PID ADDR LEN FIELD: sum of "FIELD: N kB" over every VMA of PID
 # that intersects [ADDR, ADDR+LEN). The buffer may have been split into
-# several VMAs, so sum them all. mawk has no strtonum, hence hex2num (exact:
-# user addresses fit in a double's 53 bits).
+# several VMAs, so sum them all.
 smaps_field()
 {
 	local pid=$1 addr=$2 len=$3 field=$4
-	awk -v lo="$((addr))" -v hi="$((addr + len))" -v field="$field:" '
-		function hex2num(s,    i, n) {
-			n = 0
-			s = tolower(s)
-			for (i = 1; i <= length(s); i++)
-				n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return n
-		}
-		/^[0-9a-f]+-[0-9a-f]+ / {
-			split($1, r, "-")
-			inside = hex2num(r[1]) < hi + 0 && hex2num(r[2]) > lo + 0
-			next
-		}
+	awk -v lo="$((addr))" -v hi="$((addr + len))" -v field="$field:" "$HC_AWK_INSIDE"'
 		inside && $1 == field { sum += $2 }
 		END { printf "%.0f\n", sum }
 	' "/proc/$pid/smaps"

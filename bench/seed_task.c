@@ -128,8 +128,8 @@ static void run_hot(char *buf, size_t len, FILE *rate)
 		if (rate) {
 			double cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 
-			fprintf(rate, "%.2f %.3f %lu\n", now_s() - t0, cpu > 0 ? reads / cpu / 1e6 : 0,
-				anon_huge_kb() * 1024 * 100 / len);
+			fprintf(rate, "%.2f %.3f %zu\n", now_s() - t0, cpu > 0 ? reads / cpu / 1e6 : 0,
+				(size_t)(anon_huge_kb() * 1024 * 100 / len));
 			fflush(rate);
 		}
 	}

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-	build-essential cmake pkg-config clang clang-format clang-tidy cppcheck
+	build-essential cmake pkg-config clang clang-format clang-tidy cppcheck shellcheck
 	libclang-rt-14-dev # clang's ASan, UBSan and libFuzzer runtimes (only recommended by clang)
 	libproc2-dev libinih-dev libsystemd-dev libcmocka-dev
 	jq man-db procps libcap2-bin strace util-linux

@@ -19,6 +19,8 @@
 #    through clang-tidy: test code parses fixed inputs with sscanf and
 #    strcpy by design, which cert-err34-c and insecureAPI.strcpy reject.
 #    Single findings in src/ are suppressed inline with NOLINT and a reason.
+# 5. shellcheck (severity warning and up) on every script in scripts/
+#    tests/ bench/ .ci/, following the files they source.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LINT_BUILD_DIR:-$src/build-lint}
@@ -49,11 +51,9 @@ cppcheck_suppressions=(
 	# Arrays filled by the loop just before the qsort() that is flagged.
 	uninitvar:*/tests/prom_check.c
 	uninitvar:*/bench/collapse_throughput.c
-	# size_t printed with %lu: the same type on every Linux ABI we build
-	# for; the benchmark's owner is to switch it to %zu.
-	invalidPrintfArgType_uint:*/bench/seed_task.c
 	missingIncludeSystem
 )
+# shellcheck disable=SC2054 # the commas are in the template, not separators
 cppcheck_args=(-q --std=c11 --enable=warning,performance,portability --inline-suppr --error-exitcode=1
 	--template='{file}:{line}: {severity} {id}: {message}')
 for s in "${cppcheck_suppressions[@]}"; do
@@ -74,6 +74,11 @@ for f in fuzz/*.c; do
 		fail=1
 	}
 done
+
+# Every shell script the project runs: the suite is mostly shell.
+mapfile -t scripts < <(find scripts tests bench .ci -type f \( -name '*.sh' -o -name run \) | sort)
+step "shellcheck (${#scripts[@]} scripts)"
+shellcheck -x -S warning "${scripts[@]}" || fail=1
 
 ((fail == 0)) && step "clean" || step "FAILED"
 exit "$fail"

@@ -47,7 +47,8 @@ rootfs_stamp()
 # or damaged. Exits 77 if the archive cannot be reached.
 nspawn_rootfs_cache()
 {
-	local dir=$HC_NSPAWN_CACHE/rootfs-$(host_codename) mirror log
+	local dir mirror log
+	dir=$HC_NSPAWN_CACHE/rootfs-$(host_codename)
 	mkdir -p "$HC_NSPAWN_CACHE" || exit 1
 	# One builder at a time; others wait for it.
 	exec {lockfd}>"$HC_NSPAWN_CACHE/lock"

@@ -5,7 +5,9 @@
  * rescan only processes that are new, changed (faults, RSS or address-space
  * size) or due for a full rescan (full_rescan_s); score every remembered
  * candidate block of every enabled process; collapse from the top of that
- * single order until the pass's budget is spent. */
+ * single order until the pass's budget is spent, rescanning first a process
+ * whose blocks were found in an earlier pass (MADV_COLD and MADV_FREE leave
+ * no trace in the sample). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,6 +21,12 @@
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+
+/* A few block addresses (searched linearly: they are rare). */
+struct addr_set {
+	uint64_t *v;
+	size_t n, cap;
+};
 
 /* A block remembered from the last scan of its process. */
 struct block_memo {
@@ -50,8 +58,8 @@ struct proc_state {
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
 	struct block_memo *blocks;         /* candidates from the last scan */
 	size_t nblocks, capblocks;
-	uint64_t *refused; /* blocks the kernel answered EINVAL; until maps change */
-	size_t nrefused, caprefused;
+	struct addr_set refused;  /* blocks the kernel answered EINVAL; until maps change */
+	struct addr_set given_up; /* blocks past eagain_retries; until the next full rescan */
 };
 
 struct pass_stats {
@@ -65,6 +73,8 @@ struct pass_stats {
 	unsigned procs_disabled;  /* policy enable = no */
 	unsigned procs_active;    /* active within idle_after_s */
 	uint64_t smaps_reads, pagemap_ops;
+	uint64_t stale_dropped; /* remembered blocks a rescan before collapse
+				 * no longer found candidates (cold, freed...) */
 	bool backing_off;       /* no collapse this pass: after ENOMEM */
 	bool idle;              /* skipped: no fault anywhere, nothing pending */
 	bool missing_privilege; /* EPERM/EACCES from the kernel */

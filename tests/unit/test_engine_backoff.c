@@ -3,7 +3,8 @@
  * kernel answers ENOMEM (back off for alloc_backoff_ms), EAGAIN (retry
  * eagain_retries times, one of them later in the same pass) and EINVAL
  * (never again until the process's maps change); a block that collapsed is
- * not submitted again. */
+ * not submitted again; a block that went cold or was freed while it waited
+ * is not submitted at all. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -41,10 +42,12 @@ struct child {
 };
 
 /* Commands: 'f' faults in one more page of a spare mapping (counters change,
- * maps do not), 'm' maps one more page (the address space grows). */
+ * maps do not), 'm' maps one more page (the address space grows), 'c' gives
+ * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes). */
 static void child_main(int cmd, int ack)
 {
 	size_t len = NBLOCKS * BLOCK, touched = 0;
+	volatile char sink = 0;
 	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *spare = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char c;
@@ -55,6 +58,11 @@ static void child_main(int cmd, int ack)
 	char *buf = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
 	for (size_t off = 0; off < len; off += PAGE)
 		buf[off] = 1;
+	/* Bind read() and madvise() now: the first call of a lazily bound
+	 * function writes the GOT, a copy-on-write fault after fork() that
+	 * would make 'c' and 'l' change the fault counters after all. */
+	if (read(cmd, &c, 0) < 0 || madvise(buf, 0, MADV_COLD) < 0)
+		_exit(2);
 	uint64_t base = (uintptr_t)buf;
 	if (write(ack, &base, sizeof(base)) != sizeof(base))
 		_exit(2);
@@ -63,8 +71,13 @@ static void child_main(int cmd, int ack)
 			spare[touched++ * PAGE] = 1;
 		else if (c == 'm' && mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
 			_exit(2);
+		else if ((c == 'c' && madvise(buf, len, MADV_COLD)) || (c == 'l' && madvise(buf, len, MADV_FREE)))
+			_exit(2);
 		else if (c == 'q')
 			_exit(0);
+		/* Read it back: referenced again, still lazy-free (not written). */
+		for (size_t off = 0; c == 'l' && off < len; off += PAGE)
+			sink += ((volatile char *)buf)[off];
 		if (write(ack, &c, 1) != 1)
 			_exit(2);
 	}
@@ -329,8 +342,14 @@ static void check_eagain(struct fixture *f, unsigned retries)
 	for (unsigned i = 1; i < NBLOCKS; i++)
 		assert_int_equal(attempts(block(f, i)), 1); /* collapsed at once, not retried */
 	for (unsigned p = 2; p <= retries + 3; p++) {
+		unsigned calls = fk.calls;
+
 		pass_at(f, f->cfg.full_rescan_s + (double)p);
-		assert_int_equal(f->ps.procs_scanned, 0); /* nothing changed */
+		/* Nothing changed, so nothing is scanned for that; a collapse
+		 * is preceded by one rescan (which, the fake not collapsing
+		 * anything, also finds b1..b3 again, but never revives b0). */
+		assert_int_equal(f->ps.procs_scanned, fk.calls > calls ? 1 : 0);
+		assert_int_equal(f->ps.stale_dropped, 0);
 	}
 	assert_int_equal(attempts(b0), 1 + retries);
 	/* The next full rescan finds it again. */
@@ -409,10 +428,62 @@ static void test_collapsed_not_submitted_again(void **state)
 		assert_int_equal(attempts(block(f, i)), 1);
 }
 
+/* Blocks found while hot wait for budget; then the owner gives them
+ * MADV_COLD or MADV_FREE, which neither faults nor changes /proc/PID/stat.
+ * The rescan before collapse must see it and submit nothing. */
+static void check_stale(struct fixture *f, char advice, enum scan_result now_is)
+{
+	unsigned calls;
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->e.pending, NBLOCKS - 1);
+	calls = fk.calls;
+
+	child_do(&f->ch, advice);
+	pass_at(f, 1);
+	assert_int_equal(f->ps.procs_scanned, 1); /* the rescan before collapse */
+	assert_int_equal(f->ps.stale_dropped, 1); /* the block the budget chose */
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], 0);
+	assert_true(f->ps.results[now_is] >= NBLOCKS); /* and any block its VMA has beside them */
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	assert_int_equal(fk.calls, calls);
+	assert_int_equal(f->e.pending, 0);
+}
+
+static void test_cold_after_scan_not_collapsed(void **state)
+{
+	check_stale(*state, 'c', SCAN_COLD);
+}
+
+static void test_freed_after_scan_not_collapsed(void **state)
+{
+	check_stale(*state, 'l', SCAN_PAGE_LAZYFREE);
+}
+
+/* Without the advice, the same wait ends in a collapse after one rescan. */
+static void test_still_hot_collapsed_after_rescan(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20;
+	first_pass(f);
+	pass_at(f, 1);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->ps.stale_dropped, 0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], NBLOCKS); /* the fake collapses nothing */
+	assert_int_equal(f->e.pending, NBLOCKS - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_collapsed_not_submitted_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),

@@ -41,6 +41,7 @@ static void fill_engine(struct engine *e)
 	e->total.collapse_s = 0.25;
 	e->total.procs_scanned = 11;
 	e->total.procs_unchanged = 13;
+	e->total.stale_dropped = 17;
 	e->total.results[SCAN_CANDIDATE] = 21;
 	e->total.results[SCAN_COLD] = 4;
 	e->total.outcomes[COLLAPSE_OK] = 5;
@@ -124,6 +125,7 @@ static void test_values(void **state)
 	assert_line(t, "hugecollapsed_collapse_seconds_total 0.250000");
 	assert_line(t, "hugecollapsed_processes_scanned_total 11");
 	assert_line(t, "hugecollapsed_processes_unchanged_total 13");
+	assert_line(t, "hugecollapsed_stale_candidates_total 17");
 	assert_line(t, "hugecollapsed_processes_active 3");
 	assert_line(t, "hugecollapsed_ranges_total{result=\"candidate\"} 21");
 	assert_line(t, "hugecollapsed_ranges_total{result=\"cold\"} 4");

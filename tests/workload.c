@@ -12,6 +12,11 @@
  *                    (minflt and RSS change, the address space does not)
  *   SIGHUP           idle role: map one more, untouched page (only the
  *                    address space changes); prints "grew" or "touched"
+ *   SIGRTMIN         hot role: MADV_COLD the buffer and stop touching it
+ *                    (becomes the cold role); prints "cold"
+ *   SIGRTMIN+1       hot role: MADV_FREE the buffer and only read it from
+ *                    then on (becomes the lazyfree role); prints "freed"
+ *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
@@ -44,7 +49,8 @@ static const char *const role_names[] = {"hot",   "cold",   "lazyfree", "sparse"
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
 static volatile sig_atomic_t touch_requested, grow_requested;
-static volatile uint64_t read_sink; /* keeps the reads from being optimised away */
+static volatile sig_atomic_t advice_requested; /* 0, or the MADV_* for SIGRTMIN(+1) */
+static volatile uint64_t read_sink;            /* keeps the reads from being optimised away */
 
 static void on_stop(int sig)
 {
@@ -68,6 +74,11 @@ static void on_grow(int sig)
 {
 	(void)sig;
 	grow_requested = 1;
+}
+
+static void on_advice(int sig)
+{
+	advice_requested = sig == SIGRTMIN ? MADV_COLD : MADV_FREE;
 }
 
 /* splitmix64 finaliser: every word differs from its neighbours, from other
@@ -297,6 +308,9 @@ static void install_handlers(void)
 	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_handler = on_grow;
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_advice;
+	sigaction(SIGRTMIN, &sa, NULL);
+	sigaction(SIGRTMIN + 1, &sa, NULL);
 	/* If the test script dies, do not outlive it. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
@@ -364,6 +378,14 @@ int main(int argc, char **argv)
 		}
 		if (touch_requested || grow_requested)
 			touch_or_grow(spare);
+		if (advice_requested && r == HOT) {
+			if (madvise(buf, len, advice_requested))
+				die("madvise(SIGRTMIN)");
+			r = advice_requested == MADV_COLD ? COLD : LAZYFREE;
+			printf("%s\n", r == COLD ? "cold" : "freed");
+			fflush(stdout);
+		}
+		advice_requested = 0;
 		if (r == CHURN) {
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);

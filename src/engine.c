@@ -464,7 +464,8 @@ static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t byte
 	n[e->ncg_bytes++].bytes = bytes;
 }
 
-/* Scores every remembered block of every selected, enabled process. */
+/* Scores every remembered block of every selected, enabled process; counts
+ * the active processes in ps (if not NULL). */
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	e->ncands = 0;
@@ -476,7 +477,8 @@ static int build_candidates(struct engine *e, const struct pass_options *o, stru
 		if (!pol || !pol->enable || !pid_selected(o, s->pid))
 			continue;
 		active = now - s->last_active <= pol->idle_after_s;
-		ps->procs_active += active;
+		if (ps)
+			ps->procs_active += active;
 		if (GROW(e->cands, e->capcands, e->ncands + s->nblocks) < 0)
 			return -ENOMEM;
 		for (size_t j = 0; j < s->nblocks; j++) {
@@ -588,7 +590,6 @@ static void compact_memos(struct proc_state *s, unsigned eagain_retries)
 }
 
 struct collapse_run {
-	const struct pass_options *o;
 	uint64_t *addrs;
 	uint8_t *out;
 	struct candidate *retry; /* blocks that answered EAGAIN */
@@ -598,39 +599,14 @@ struct collapse_run {
 	bool stop; /* ENOMEM, EPERM or the deadline: no more this pass */
 };
 
-/* Blocks remembered from an earlier scan may have gone cold (MADV_COLD) or
- * been lazily freed (MADV_FREE) since: neither faults nor shows in
- * /proc/PID/stat, so nothing made us look again. Scan the process once more
- * before collapsing (about 1 ms for 8 GiB of THP, small next to collapsing
- * even one block) and keep only the blocks that are still candidates.
- * Returns how many of cr->addrs are left. */
-static size_t recheck_stale(struct engine *e, struct proc_state *s, struct collapse_run *cr, size_t n,
-			    struct pass_stats *ps, double now)
-{
-	size_t kept = 0;
-
-	if (s->last_scan >= now)
-		return n; /* scanned in this pass */
-	visit_process(e, s, cr->o, ps, now, true);
-	for (size_t i = 0; i < n; i++)
-		if (memo_find(s->blocks, s->nblocks, cr->addrs[i]))
-			cr->addrs[kept++] = cr->addrs[i];
-	ps->stale_dropped += n - kept;
-	return kept;
-}
-
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
 static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *cr, size_t n, struct pass_stats *ps,
 			     bool collect_retry, double now)
 {
 	struct proc_state *s = &e->st[p];
-	int pidfd;
+	int pidfd = open_verified_pidfd(s);
 	size_t ok;
 
-	n = recheck_stale(e, s, cr, n, ps, now);
-	if (!n)
-		return;
-	pidfd = open_verified_pidfd(s);
 	if (pidfd < 0) {
 		ps->outcomes[COLLAPSE_ESRCH] += n;
 		s->nblocks = 0;
@@ -711,24 +687,15 @@ static void collapse_selected(struct engine *e, struct candidate *sel, size_t ns
 	}
 }
 
-static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
-			     double pass_start)
+/* Moves the candidates the budget allows this pass to the front of
+ * e->cands, in their global order; returns how many. */
+static size_t select_within_budget(struct engine *e, const struct pass_options *o, double scale)
 {
-	const struct policy *def = &e->cfg->defaults;
-	double scale = e->last_pass > 0 ? now - e->last_pass : e->cfg->scan_interval_ms / 1000.0;
 	double global = 0, global_budget;
 	struct spend sp[64];
 	size_t nsp = 0, nsel = 0;
-	struct collapse_run cr = {
-	    .o = o, .deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0, .interrupted = o->interrupted};
-	int r = 0;
 
-	/* The budget is a rate: spend what the time since the last pass earned,
-	 * at least 10 ms and at most 10 s of it. */
-	scale = scale < 0.01 ? 0.01 : scale > 10 ? 10 : scale;
-	global_budget = o->unlimited ? 1e300 : def->budget_mb_per_s * MIB * scale;
-
-	/* Select from the top; the selected keep their global order. */
+	global_budget = o->unlimited ? 1e300 : e->cfg->defaults.budget_mb_per_s * MIB * scale;
 	for (size_t i = 0; i < e->ncands; i++) {
 		struct candidate c = e->cands[i];
 
@@ -736,6 +703,54 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 			e->cands[nsel++] = c;
 		else if (global + HPAGE_SIZE > global_budget)
 			break;
+	}
+	return nsel;
+}
+
+/* Blocks remembered from an earlier scan may have gone cold (MADV_COLD) or
+ * been lazily freed (MADV_FREE) since: neither faults nor shows in
+ * /proc/PID/stat, so nothing made us look again. Scans once more each
+ * selected process not scanned in this pass (about 1 ms for 8 GiB of THP,
+ * small next to collapsing even one block). Returns how many selected
+ * blocks are no longer candidates. */
+static size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps,
+			       double now)
+{
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < nsel; i++) {
+		struct proc_state *s = &e->st[e->cands[i].proc];
+
+		if (s->last_scan < now)
+			visit_process(e, s, o, ps, now, true);
+		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
+			dropped++;
+	}
+	ps->stale_dropped += dropped;
+	return dropped;
+}
+
+static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
+			     double pass_start)
+{
+	double scale = e->last_pass > 0 ? now - e->last_pass : e->cfg->scan_interval_ms / 1000.0;
+	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
+				  .interrupted = o->interrupted};
+	size_t nsel;
+	int r = 0;
+
+	/* The budget is a rate: spend what the time since the last pass earned,
+	 * at least 10 ms and at most 10 s of it. */
+	scale = scale < 0.01 ? 0.01 : scale > 10 ? 10 : scale;
+	nsel = select_within_budget(e, o, scale);
+	/* What stale blocks would have spent goes to the next in line. Each
+	 * round rescans at least one process that the next cannot, so this
+	 * ends; usually after one round. */
+	while (recheck_selected(e, o, nsel, ps, now)) {
+		r = build_candidates(e, o, NULL, now);
+		if (r < 0)
+			goto out;
+		nsel = select_within_budget(e, o, scale);
 	}
 	if (GROW(e->batch_addrs, e->capbatch_addrs, nsel + 1) < 0 ||
 	    GROW(e->batch_out, e->capbatch_out, nsel + 1) < 0 || GROW(e->retry, e->capretry, nsel + 1) < 0) {

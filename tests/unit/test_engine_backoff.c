@@ -463,6 +463,34 @@ static void test_freed_after_scan_not_collapsed(void **state)
 	check_stale(*state, 'l', SCAN_PAGE_LAZYFREE);
 }
 
+/* The budget a stale block would have spent goes to the next in line. */
+static void test_stale_budget_goes_to_next(void **state)
+{
+	struct fixture *f = *state;
+	struct child other;
+	pid_t pids[2];
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	f->cfg.defaults.max_wait_s = 1;                /* the first child's blocks age, so go first */
+	first_pass(f);
+	assert_int_equal(f->e.pending, NBLOCKS - 1);
+	child_do(&f->ch, 'c');
+
+	child_start(&other);
+	pids[0] = f->ch.pid;
+	pids[1] = other.pid;
+	f->o.pids = pids;
+	f->o.npids = 2;
+	/* Forked alike, the children may have their blocks at the same
+	 * addresses: the fake counts by address, so count from here. */
+	memset(fk.attempts, 0, sizeof(fk.attempts));
+	pass_at(f, 1.5);
+	assert_int_equal(f->ps.stale_dropped, 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(attempts(other.base), 1); /* its first block, in the same pass */
+	child_stop(&other);
+}
+
 /* Without the advice, the same wait ends in a collapse after one rescan. */
 static void test_still_hot_collapsed_after_rescan(void **state)
 {
@@ -484,6 +512,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_collapsed_not_submitted_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),

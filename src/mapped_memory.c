@@ -1,0 +1,66 @@
+/* System-wide mapped user memory from /proc/meminfo; see the header. */
+#include "mapped_memory.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procs.h"
+
+/* The value of "NAME:   N kB" at the start of a line, or -1. */
+static int64_t field_kb(const char *buf, size_t len, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t i = 0; i + nlen < len;) {
+		const char *line = buf + i;
+		const char *nl = memchr(line, '\n', len - i);
+		size_t llen = nl ? (size_t)(nl - line) : len - i;
+
+		if (llen > nlen && !memcmp(line, name, nlen) && line[nlen] == ':') {
+			uint64_t v = 0;
+			size_t j = nlen + 1, digits = 0;
+
+			while (j < llen && line[j] == ' ')
+				j++;
+			for (; j < llen && line[j] >= '0' && line[j] <= '9' && digits < 18; j++, digits++)
+				v = v * 10 + (uint64_t)(line[j] - '0');
+			if (!digits || (j < llen && line[j] != ' '))
+				return -1;
+			return (int64_t)v;
+		}
+		i += llen + 1;
+	}
+	return -1;
+}
+
+int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb)
+{
+	int64_t anon = field_kb(buf, len, "AnonPages");
+	int64_t mapped = field_kb(buf, len, "Mapped");
+
+	if (anon < 0 || mapped < 0)
+		return -EINVAL;
+	*mapped_kb = (uint64_t)anon + (uint64_t)mapped;
+	return 0;
+}
+
+int read_mapped_memory_kb(uint64_t *mapped_kb)
+{
+	char path[4096], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/meminfo", proc_root());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return parse_meminfo_buf(buf, (size_t)n, mapped_kb);
+}

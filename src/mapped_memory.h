@@ -1,0 +1,20 @@
+/* mapped_memory: how much user memory is mapped system-wide, from
+ * /proc/meminfo (AnonPages + Mapped: private anonymous pages, plus file and
+ * shmem pages that some process maps).
+ *
+ * Why: memory populated without a page fault raises no perf fault event, so
+ * the fault doorbell cannot see it: MAP_POPULATE, MADV_POPULATE_READ/WRITE,
+ * mlock() and mlockall(MCL_FUTURE) fill page tables through get_user_pages.
+ * A process that does so and then computes without faulting would wait for
+ * the next full rescan. This total moves when that happens, and reading it
+ * costs about 3 us. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pure: AnonPages + Mapped in kB from a /proc/meminfo buffer. Returns 0, or
+ * -EINVAL if either line is missing or malformed. */
+int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb);
+
+/* Reads proc_root()/meminfo. Returns 0 or -errno. */
+int read_mapped_memory_kb(uint64_t *mapped_kb);

@@ -17,6 +17,7 @@
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
+#include "mapped_memory.h"
 #include "plan.h"
 #include "procs.h"
 #include "range_scan.h"
@@ -127,6 +128,12 @@ struct engine {
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
+	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
+	/* AnonPages + Mapped after the last full pass (mapped_memory.h), for
+	 * memory populated without faults; checked every MAPPED_CHECK_S. */
+	uint64_t mapped_kb;
+	bool mapped_known;
+	double next_mapped_check;
 	double last_full_pass;   /* monotonic seconds */
 	size_t pending;          /* candidate blocks remembered after the last pass */
 	pid_t resume_pid;        /* a pass ran out of time: the next scans from here */

@@ -11,6 +11,9 @@
  * system is one counter increment per fault and one 8-byte record per
  * DOORBELL_PERIOD faults.
  *
+ * Memory filled without a fault (get_user_pages: MAP_POPULATE, mlock) raises
+ * no event at all; mapped_memory.h covers that.
+ *
  * Needs perf_event_open with CAP_PERFMON or CAP_SYS_ADMIN; where it is not
  * available, fault_doorbell_open() fails and the caller samples every pass. */
 #pragma once

@@ -43,8 +43,20 @@ struct child {
 
 /* Commands: 'f' faults in one more page of a spare mapping (counters change,
  * maps do not), 'm' maps one more page (the address space grows), 'c' gives
- * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes);
+ * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes),
+ * 'P' maps 8 MiB more with MADV_POPULATE_WRITE (filled without a fault);
  * any other, like 'p', is only answered. */
+static int populate_more(void)
+{
+	size_t len = 8u << 20;
+	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (raw == MAP_FAILED)
+		return -1;
+	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	return madvise(p, len, MADV_POPULATE_WRITE);
+}
+
 static void child_main(int cmd, int ack)
 {
 	size_t len = NBLOCKS * BLOCK, touched = 0;
@@ -77,6 +89,8 @@ static void child_main(int cmd, int ack)
 			_exit(2);
 		else if (c == 'q')
 			_exit(0);
+		else if (c == 'P' && populate_more() < 0)
+			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
 		for (size_t off = 0; c == 'l' && off < len; off += PAGE)
@@ -495,6 +509,36 @@ static void test_stale_budget_goes_to_next(void **state)
 	child_stop(&other);
 }
 
+static bool never_rang(const struct fault_doorbell *d)
+{
+	(void)d;
+	return false;
+}
+
+/* Memory filled without page faults (MADV_POPULATE_WRITE, MAP_POPULATE,
+ * mlock) rings no fault doorbell; the mapped total in /proc/meminfo ends
+ * the idling, at most MAPPED_CHECK_S (0.5 s) later. The doorbell is
+ * silenced here, so the rest of the machine cannot ring it for us. */
+static void test_populate_without_faults_ends_idle(void **state)
+{
+	struct fixture *f = *state;
+
+	first_pass(f);
+	f->e.doorbell_rang = never_rang;
+	f->o.allow_idle = true;
+	pass_at(f, 0.2);
+	assert_true(f->ps.idle);
+
+	child_do(&f->ch, 'P');
+	pass_at(f, 0.3); /* /proc/meminfo is not read more often than that */
+	assert_true(f->ps.idle);
+	pass_at(f, 0.6);
+	assert_false(f->ps.idle);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	/* Its blocks again (the fake collapsed nothing) and the four new ones. */
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], NBLOCKS + 4);
+}
+
 /* Without the advice, the same wait ends in a collapse after one rescan. */
 static void test_still_hot_collapsed_after_rescan(void **state)
 {
@@ -517,6 +561,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),

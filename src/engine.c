@@ -772,32 +772,6 @@ out:
 	return r;
 }
 
-/* How often an idle pass may read /proc/meminfo (about 3 us), and by how
- * much its total may drift (the kernel folds per-CPU counts about once a
- * second) before we look at every process. */
-#define MAPPED_CHECK_S  0.5
-#define MAPPED_SLACK_KB 2048
-
-static void note_mapped_memory(struct engine *e, double now)
-{
-	e->mapped_known = read_mapped_memory_kb(&e->mapped_kb) == 0;
-	e->next_mapped_check = now + MAPPED_CHECK_S;
-}
-
-/* Memory populated without page faults (MAP_POPULATE, MADV_POPULATE_*,
- * mlock) rings no doorbell, but moves the mapped total. */
-static bool mapped_memory_moved(struct engine *e, double now)
-{
-	uint64_t kb;
-
-	if (!e->mapped_known || now < e->next_mapped_check)
-		return false;
-	e->next_mapped_check = now + MAPPED_CHECK_S;
-	if (read_mapped_memory_kb(&kb) < 0)
-		return false;
-	return kb > e->mapped_kb + MAPPED_SLACK_KB || kb + MAPPED_SLACK_KB < e->mapped_kb;
-}
-
 /* Nothing can have become a candidate if no process faulted since the last
  * full pass, no memory was mapped without faults, nothing is left over from
  * it, and no full rescan is due (which catches the changes that come
@@ -811,7 +785,7 @@ static bool pass_can_idle(struct engine *e, double now)
 		sampling = c->rules[i].policy.access_sampling;
 	return !sampling && e->pending == 0 && e->resume_pid == 0 && e->last_full_pass > 0 &&
 	       now - e->last_full_pass < c->full_rescan_s && !e->doorbell_rang(&e->doorbell) &&
-	       !mapped_memory_moved(e, now);
+	       !mapped_watch_moved(&e->mapped, now);
 }
 
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -874,7 +848,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 			e->pending += e->st[i].nblocks;
 	/* Armed after our own work, so the pass's own faults do not count. */
 	fault_doorbell_arm(&e->doorbell);
-	note_mapped_memory(e, e->now());
+	mapped_watch_note(&e->mapped, e->now());
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		e->total.results[i] += ps->results[i];

@@ -129,17 +129,13 @@ struct engine {
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
-	/* AnonPages + Mapped after the last full pass (mapped_memory.h), for
-	 * memory populated without faults; checked every MAPPED_CHECK_S. */
-	uint64_t mapped_kb;
-	bool mapped_known;
-	double next_mapped_check;
-	double last_full_pass;   /* monotonic seconds */
-	size_t pending;          /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;        /* a pass ran out of time: the next scans from here */
-	uint64_t passes_idle;    /* passes skipped by the doorbell */
-	struct pass_stats total; /* since start */
-	struct pass_stats last;  /* the last pass */
+	struct mapped_watch mapped;                           /* memory populated without faults */
+	double last_full_pass;                                /* monotonic seconds */
+	size_t pending;                                       /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;                                     /* a pass ran out of time: the next scans from here */
+	uint64_t passes_idle;                                 /* passes skipped by the doorbell */
+	struct pass_stats total;                              /* since start */
+	struct pass_stats last;                               /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	double (*now)(void);           /* monotonic seconds; injectable */

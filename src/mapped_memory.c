@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,4 +62,22 @@ int read_mapped_memory_kb(uint64_t *mapped_kb)
 	if (n < 0)
 		return -errno;
 	return parse_meminfo_buf(buf, (size_t)n, mapped_kb);
+}
+
+void mapped_watch_note(struct mapped_watch *w, double now)
+{
+	w->known = read_mapped_memory_kb(&w->kb) == 0;
+	w->next_check = now + MAPPED_CHECK_S;
+}
+
+bool mapped_watch_moved(struct mapped_watch *w, double now)
+{
+	uint64_t kb = 0; /* clang-analyzer cannot see that 0 means set */
+
+	if (!w->known || now < w->next_check)
+		return false;
+	w->next_check = now + MAPPED_CHECK_S;
+	if (read_mapped_memory_kb(&kb) < 0)
+		return false;
+	return kb > w->kb + MAPPED_SLACK_KB || kb + MAPPED_SLACK_KB < w->kb;
 }

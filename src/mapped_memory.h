@@ -9,6 +9,7 @@
  * the next full rescan. This total moves when that happens, and reading it
  * costs about 3 us. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,3 +19,19 @@ int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb);
 
 /* Reads proc_root()/meminfo. Returns 0 or -errno. */
 int read_mapped_memory_kb(uint64_t *mapped_kb);
+
+/* A watch on that total, for passes that would otherwise idle: note() takes
+ * it, moved() says whether it has since moved by MAPPED_SLACK_KB (the kernel
+ * folds per-CPU counts about once a second, so smaller moves are noise),
+ * reading /proc/meminfo at most every MAPPED_CHECK_S seconds. */
+#define MAPPED_CHECK_S  0.5
+#define MAPPED_SLACK_KB 2048
+
+struct mapped_watch {
+	uint64_t kb;
+	bool known; /* kb was read; an unreadable meminfo never moves */
+	double next_check;
+};
+
+void mapped_watch_note(struct mapped_watch *w, double now);
+bool mapped_watch_moved(struct mapped_watch *w, double now);

@@ -128,6 +128,21 @@ static int write_knob(const struct khugepaged_saved *s, const char *file, const 
 	return s->write_knob ? s->write_knob(file, value, s->write_arg) : knob_write(file, value);
 }
 
+/* Only a file that exists is removed: a daemon in keep mode writes nothing. */
+static int remove_record(struct khugepaged_saved *s)
+{
+	int r;
+
+	if (!s->on_disk)
+		return 0;
+	r = khugepaged_state_remove(s->state_file);
+	if (r < 0)
+		log_err("khugepaged: cannot remove %s: %s", s->state_file, strerror(-r));
+	else
+		s->on_disk = false;
+	return r;
+}
+
 static void drop(struct khugepaged_saved *s, size_t i)
 {
 	memmove(&s->saved[i], &s->saved[i + 1], (s->n - i - 1) * sizeof(s->saved[0]));
@@ -135,11 +150,17 @@ static void drop(struct khugepaged_saved *s, size_t i)
 }
 
 /* The state file follows s: rewritten, or removed once s is empty. */
-static int save_record(const struct khugepaged_saved *s)
+static int save_record(struct khugepaged_saved *s)
 {
+	int r;
+
 	if (!s->state_file[0])
 		return 0;
-	return s->n ? khugepaged_state_save(s->state_file, s) : khugepaged_state_remove(s->state_file);
+	if (s->n == 0)
+		return remove_record(s);
+	r = khugepaged_state_save(s->state_file, s);
+	s->on_disk = s->on_disk || r == 0;
+	return r;
 }
 
 /* Writes entry i's original back if the knob still holds the daemon's own
@@ -187,6 +208,7 @@ static bool adopt(struct khugepaged_saved *s)
 		s->n = 0;
 		return false;
 	}
+	s->on_disk = true;
 	for (size_t i = 0; i < s->n && used < sizeof(list); i++) {
 		int n = snprintf(list + used, sizeof(list) - used, " %s=%s", s->saved[i].file, s->saved[i].value);
 
@@ -328,16 +350,12 @@ int khugepaged_restore(struct khugepaged_saved *s)
 		s->n--;
 	}
 	s->mode = KHUGEPAGED_KEEP;
-	if (!s->state_file[0])
-		return first;
 	if (first < 0) {
-		log_err("khugepaged: keeping %s for `hugecollapsed --restore`", s->state_file);
+		if (s->on_disk)
+			log_err("khugepaged: keeping %s for `hugecollapsed --restore`", s->state_file);
 		return first;
 	}
-	r = khugepaged_state_remove(s->state_file);
-	if (r < 0)
-		log_err("khugepaged: cannot remove %s: %s", s->state_file, strerror(-r));
-	return r;
+	return remove_record(s);
 }
 
 int khugepaged_restore_from_file(const char *state_file)
@@ -360,6 +378,7 @@ int khugepaged_restore_from_file(const char *state_file)
 		log_err("khugepaged: cannot restore from %s: %s", state_file, msg);
 		return r;
 	}
+	s.on_disk = true;
 	log_info("khugepaged: restoring what khugepaged = %s changed, from %s", khugepaged_mode_name(s.mode),
 		 state_file);
 	r = reconcile(&s, KHUGEPAGED_KEEP, &changed);
@@ -367,10 +386,7 @@ int khugepaged_restore_from_file(const char *state_file)
 		log_err("khugepaged: keeping %s for another try", state_file);
 		return r;
 	}
-	r = khugepaged_state_remove(s.state_file);
-	if (r < 0)
-		log_err("khugepaged: cannot remove %s: %s", state_file, strerror(-r));
-	return r;
+	return remove_record(&s);
 }
 
 void khugepaged_log_state(enum khugepaged_mode mode)

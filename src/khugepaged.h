@@ -47,6 +47,7 @@ struct khugepaged_saved {
 	/* Where the record is kept across crashes; "" keeps it in memory only.
 	 * Set with khugepaged_init(). */
 	char state_file[PATH_MAX];
+	bool on_disk; /* state_file exists: written or adopted, not removed yet */
 	/* Test seam: writes value to the knob file (relative to the sysfs
 	 * directory); returns 0 or -errno. NULL = the real write. */
 	int (*write_knob)(const char *file, const char *value, void *arg);

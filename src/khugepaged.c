@@ -278,6 +278,10 @@ static int plan(struct khugepaged_saved *s, enum khugepaged_mode mode, char *err
 		}
 		if (!strcmp(old, k->ours))
 			continue; /* already so: nothing to restore */
+		if (s->n == KHUGEPAGED_MAX_SAVED) {
+			snprintf(err, errlen, "too many knobs to record");
+			return -ENOSPC;
+		}
 		snprintf(s->saved[s->n].file, sizeof(s->saved[s->n].file), "%s", k->file);
 		snprintf(s->saved[s->n].value, sizeof(s->saved[s->n].value), "%s", old);
 		s->n++;

@@ -10,6 +10,8 @@
 #    --restore has nothing to do and exits 0;
 #  - killed in off, started in idle: off's knobs go back at once, idle's at
 #    exit; killed in idle, started in keep: everything back at once;
+#  - a reload (SIGHUP) from off to idle moves the record along, and a crash
+#    after it is undone by --restore;
 #  - a knob an administrator changed while no daemon ran keeps their value;
 #  - the shipped unit runs --restore as ExecStopPost=.
 # The daemons collapse nothing (enable = no everywhere, no cgroup rule). The
@@ -168,6 +170,35 @@ else
 	hc_not_ok "off daemon starts"
 fi
 assert_eq "after the mode changes: every knob back" "$(knobs)" "$BEFORE"
+hc_thp_restore
+
+### A reload from off to idle (SIGHUP), then a crash: the record follows the
+### reload, and --restore puts back idle's knobs.
+RELOAD_CONF=$(conf reload)
+sed -i 's/^khugepaged = .*/khugepaged = off/' "$RELOAD_CONF"
+STATE=$(state_of "$RELOAD_CONF")
+if hc_daemon_start "$RELOAD_CONF"; then
+	changed_as off "reload: before"
+	sed -i 's/^khugepaged = .*/khugepaged = idle/' "$RELOAD_CONF"
+	kill -HUP "$HC_DAEMON_PID"
+	for ((i = 0; i < 50; i++)); do
+		grep -q 'reloaded' "$HC_DAEMON_LOG" && break
+		sleep 0.1
+	done
+	assert_cmd "reload: the daemon reloaded" grep -q 'reloaded' "$HC_DAEMON_LOG"
+	assert_eq "reload: enabled back" "$(thp_knob enabled)" "${HC_THP_SAVED[enabled]}"
+	changed_as idle "reload: after"
+	assert_cmd "reload: state_file records idle" grep -qx "mode=idle" "$STATE"
+	assert_cmd "reload: state_file has idle's original pages_to_scan" \
+		grep -qx "$PAGES=${HC_THP_SAVED[$PAGES]}" "$STATE"
+	assert_eq "reload: state_file no longer lists enabled" "$(grep -c '^enabled=' "$STATE")" 0
+	kill_daemon KILL
+	"$HC_BIN" --restore --config "$RELOAD_CONF" >/dev/null 2>&1
+	assert_eq "reload, SIGKILL, --restore: exits 0" "$?" 0
+	assert_eq "reload, SIGKILL, --restore: every knob back" "$(knobs)" "$BEFORE"
+else
+	hc_not_ok "reload: daemon starts"
+fi
 hc_thp_restore
 
 ### An administrator sets pages_to_scan while no daemon runs: theirs wins.

@@ -1,4 +1,4 @@
-/* engine_pass() against a real child process and a scripted fake
+/* engine_pass(), the whole pass, against a real child process and a scripted fake
  * process_madvise, with an injected clock: what the engine does after the
  * kernel answers ENOMEM (back off for alloc_backoff_ms), EAGAIN (retry
  * eagain_retries times, one of them later in the same pass) and EINVAL

@@ -70,7 +70,7 @@ int proc_states_update(struct proc_state **pst, size_t *pn, size_t *pcap, const 
 		       long hz, double now)
 {
 	struct proc_state *st = *pst;
-	size_t n = *pn, nnew = 0, w;
+	size_t n = *pn, nadd = 0, w;
 
 	for (size_t i = 0; i < n; i++)
 		st[i].seen = false;
@@ -83,10 +83,12 @@ int proc_states_update(struct proc_state **pst, size_t *pn, size_t *pcap, const 
 			s->seen = true;
 			continue;
 		}
-		if (s) /* the PID was recycled: a different process */
+		/* A recycled PID is a different process: its old state is
+		 * cleared (swept below) and it is appended like a new one, so
+		 * it needs a slot of its own. */
+		if (s)
 			proc_state_clear(s);
-		else
-			nnew++;
+		nadd++;
 	}
 	/* Sweep exited processes, then append new ones and restore the order. */
 	w = 0;
@@ -101,7 +103,7 @@ int proc_states_update(struct proc_state **pst, size_t *pn, size_t *pcap, const 
 	}
 	n = w;
 	*pn = n;
-	if (GROW(*pst, *pcap, n + nnew + 1) < 0)
+	if (GROW(*pst, *pcap, n + nadd + 1) < 0)
 		return -ENOMEM;
 	st = *pst;
 	for (size_t i = 0; i < sample->n; i++) {

@@ -1,6 +1,12 @@
 /* Candidates, the budget, and the selection within it. Pure. */
 #include "budget.h"
 
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "config.h"
 #include "grow.h"
 
@@ -55,48 +61,147 @@ int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands
 	return 0;
 }
 
-/* Per-policy spending within one pass (rules may cap their subtree). */
-struct spend {
-	const struct policy *pol;
-	double bytes;
-};
-
-static bool within_budget(struct spend *sp, size_t *nsp, size_t cap, const struct policy *pol, double *global,
-			  double global_budget, double scale)
+/* The burst window: a bucket holds at most this many seconds of its rate.
+ * One interval, so that a pass may spend what one interval earned; at least
+ * 1 s (back-to-back passes), at most 10 s (long intervals). */
+static double burst_window(const struct config *cfg)
 {
-	size_t i;
+	double w = cfg->scan_interval_ms / 1000.0;
 
-	if (*global + HPAGE_SIZE > global_budget)
-		return false;
-	for (i = 0; i < *nsp && sp[i].pol != pol; i++)
-		;
-	if (i == *nsp) {
-		if (*nsp == cap)
-			return false;
-		sp[(*nsp)++] = (struct spend){pol, 0};
-	}
-	if (sp[i].bytes + HPAGE_SIZE > pol->budget_mb_per_s * MIB * scale)
-		return false;
-	sp[i].bytes += HPAGE_SIZE;
-	*global += HPAGE_SIZE;
-	return true;
+	return w < 1 ? 1 : w > 10 ? 10 : w;
 }
 
-size_t budget_select(struct candidate *cands, size_t ncands, const struct proc_state *st, double global_mb_per_s,
-		     double scale, bool unlimited)
+double budget_burst(const struct config *cfg, double rate)
 {
-	double global = 0, global_budget;
-	struct spend sp[64];
-	size_t nsp = 0, nsel = 0;
+	double b = rate * burst_window(cfg);
 
-	global_budget = unlimited ? 1e300 : global_mb_per_s * MIB * scale;
+	return b < (double)HPAGE_SIZE ? (double)HPAGE_SIZE : b;
+}
+
+static void bucket_refill(struct token_bucket *b, const struct config *cfg, double rate, double now)
+{
+	double burst = budget_burst(cfg, rate);
+
+	if (b->last < 0) {
+		/* A new bucket holds what one interval earns, as if the pass
+		 * before had just spent everything. */
+		b->tokens = rate * (cfg->scan_interval_ms / 1000.0);
+	} else if (now > b->last) {
+		b->tokens += rate * (now - b->last);
+	}
+	if (b->tokens > burst)
+		b->tokens = burst;
+	if (b->last < 0 || now > b->last)
+		b->last = now;
+}
+
+static void buckets_reset(struct token_bucket *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (struct token_bucket){.tokens = 0, .last = -1};
+}
+
+void budget_init(struct budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->global.last = -1;
+}
+
+int budget_configure(struct budget *b, const struct config *cfg)
+{
+	size_t n = cfg->nrules + 1;
+
+	if (n > b->cap) {
+		struct token_bucket *np = realloc(b->pol, n * sizeof(*np));
+		double *ns;
+
+		if (!np)
+			return -ENOMEM;
+		b->pol = np;
+		ns = realloc(b->spend, n * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		b->spend = ns;
+		b->cap = n;
+	}
+	/* The rules may be others now: each starts again from one interval's
+	 * share. The global bucket keeps its tokens. */
+	b->npol = n;
+	buckets_reset(b->pol, n);
+	return 0;
+}
+
+void budget_free(struct budget *b)
+{
+	free(b->pol);
+	free(b->spend);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Policies are the config's defaults or one of its rules': O(1), since a
+ * pass asks once per candidate. */
+size_t budget_policy_index(const struct config *cfg, const struct policy *pol)
+{
+	uintptr_t a = (uintptr_t)pol, base = (uintptr_t)cfg->rules, off;
+
+	if (pol == &cfg->defaults)
+		return 0;
+	if (!cfg->nrules || a < base)
+		return SIZE_MAX;
+	off = a - base;
+	if (off / sizeof(struct cgroup_rule) >= cfg->nrules ||
+	    off % sizeof(struct cgroup_rule) != offsetof(struct cgroup_rule, policy))
+		return SIZE_MAX;
+	return off / sizeof(struct cgroup_rule) + 1;
+}
+
+static double policy_rate(const struct policy *pol)
+{
+	return pol->budget_mb_per_s * MIB;
+}
+
+void budget_refill(struct budget *b, const struct config *cfg, double now)
+{
+	bucket_refill(&b->global, cfg, policy_rate(&cfg->defaults), now);
+	for (size_t i = 0; i < b->npol && i <= cfg->nrules; i++)
+		bucket_refill(&b->pol[i], cfg, policy_rate(i ? &cfg->rules[i - 1].policy : &cfg->defaults), now);
+}
+
+size_t budget_select(struct budget *b, const struct config *cfg, struct candidate *cands, size_t ncands,
+		     const struct proc_state *st, bool unlimited)
+{
+	double global = 0;
+	size_t nsel = 0;
+
+	if (unlimited)
+		return ncands;
+	for (size_t i = 0; i < b->npol; i++)
+		b->spend[i] = 0;
 	for (size_t i = 0; i < ncands; i++) {
 		struct candidate c = cands[i];
+		size_t p = budget_policy_index(cfg, st[c.proc].policy);
 
-		if (unlimited || within_budget(sp, &nsp, 64, st[c.proc].policy, &global, global_budget, scale))
-			cands[nsel++] = c;
-		else if (global + HPAGE_SIZE > global_budget)
+		if (global + HPAGE_SIZE > b->global.tokens)
 			break;
+		if (p >= b->npol || b->spend[p] + HPAGE_SIZE > b->pol[p].tokens)
+			continue; /* this policy's budget is spent: the next in line */
+		b->spend[p] += HPAGE_SIZE;
+		global += HPAGE_SIZE;
+		cands[nsel++] = c;
 	}
 	return nsel;
+}
+
+void budget_charge(struct budget *b, const struct config *cfg, const struct policy *pol, double bytes)
+{
+	size_t p = budget_policy_index(cfg, pol);
+
+	b->global.tokens -= bytes;
+	if (b->global.tokens < 0)
+		b->global.tokens = 0;
+	if (p < b->npol) {
+		b->pol[p].tokens -= bytes;
+		if (b->pol[p].tokens < 0)
+			b->pol[p].tokens = 0;
+	}
 }

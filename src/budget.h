@@ -3,9 +3,14 @@
  *
  * budget_candidates() scores every remembered block of every selected,
  * enabled process into one order (plan.h: tiers, then score).
- * budget_select() keeps, in that order, the candidates the budget allows:
- * the global budget (the defaults' budget_mb_per_s) and each policy's own
- * budget_mb_per_s, both as rates over scale seconds. */
+ * budget_select() keeps, in that order, the candidates the budget allows.
+ *
+ * The budget is a token bucket per policy (its budget_mb_per_s) and one
+ * for everything (the defaults' budget_mb_per_s): tokens accrue with time,
+ * whether passes ran or not, up to a burst of one interval's share and at
+ * least one 2 MiB block. Unspent budget carries over, so a budget below one
+ * block per pass still collapses a block every few passes; and no pass
+ * spends more than the burst, however long the daemon was idle. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,6 +18,9 @@
 
 #include "plan.h"
 #include "proc_table.h"
+
+struct config;
+struct policy;
 
 /* Which processes take part in a pass: never self (the daemon), and only
  * pids[] when npids > 0 (--pid). */
@@ -31,8 +39,47 @@ bool pid_filter_match(const struct pid_filter *f, pid_t pid);
 int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands, const struct proc_state *st,
 		      size_t nst, const struct pid_filter *f, double now, unsigned *procs_active);
 
-/* Moves the candidates the budget allows this pass (scale seconds at
- * global_mb_per_s and each policy's budget_mb_per_s; everything when
- * unlimited) to the front of cands, in their order; returns how many. */
-size_t budget_select(struct candidate *cands, size_t ncands, const struct proc_state *st, double global_mb_per_s,
-		     double scale, bool unlimited);
+/* A token bucket of collapse budget, in bytes. */
+struct token_bucket {
+	double tokens;
+	double last; /* seconds of the last refill; < 0: never refilled */
+};
+
+/* The global bucket (the defaults' budget_mb_per_s, for everything) and one
+ * bucket per policy of the config ([0] the defaults, [1 + i] rules[i]):
+ * as many as the config has, no fixed bound. */
+struct budget {
+	struct token_bucket global;
+	struct token_bucket *pol;
+	double *spend; /* scratch of budget_select(), per policy */
+	size_t npol, cap;
+};
+
+void budget_init(struct budget *b);
+void budget_free(struct budget *b);
+/* Sizes the per-policy buckets for cfg; they start again from one
+ * interval's share (rules may have changed). 0 or -ENOMEM (then policies
+ * past the old count get no budget). */
+int budget_configure(struct budget *b, const struct config *cfg);
+
+/* The index of pol's bucket, SIZE_MAX if pol is not one of cfg's. */
+size_t budget_policy_index(const struct config *cfg, const struct policy *pol);
+
+/* The most a bucket of rate bytes/s holds: the rate times one scan
+ * interval (at least 1 s, at most 10 s), and never less than one block, so
+ * that any budget collapses a block now and then. */
+double budget_burst(const struct config *cfg, double rate);
+
+/* Adds what the time since the last refill earned, up to the burst. A new
+ * bucket starts with one interval's share. Time, not passes: passes skipped
+ * as idle or backing off earn nothing beyond the burst. */
+void budget_refill(struct budget *b, const struct config *cfg, double now);
+
+/* Moves the candidates that the global and their policy's tokens allow
+ * (everything when unlimited) to the front of cands, in their order; returns
+ * how many. Spends nothing: see budget_charge(). */
+size_t budget_select(struct budget *b, const struct config *cfg, struct candidate *cands, size_t ncands,
+		     const struct proc_state *st, bool unlimited);
+
+/* Takes bytes submitted for collapse from the global and pol's buckets. */
+void budget_charge(struct budget *b, const struct config *cfg, const struct policy *pol, double bytes);

@@ -76,6 +76,10 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	}
 	ok = collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
 	close(pidfd);
+	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
+	 * retry later in the pass was paid for already. */
+	if (collect_retry)
+		budget_charge(&e->budget, e->cfg, s->policy, (double)n * HPAGE_SIZE);
 	if (ok && e->log_collapses)
 		log_proc(LOG_INFO, s->pid, proc_state_cgroup(s), "collapsed", "pid %d (%s): collapsed %zu MiB",
 			 (int)s->pid, s->prev.comm, ok * 2);

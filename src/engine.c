@@ -44,15 +44,23 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->proc_root = proc_root();
 	e->self = getpid();
 	vma_list_init(&e->vmas);
+	budget_init(&e->budget);
+	r = budget_configure(&e->budget, cfg);
+	if (r < 0)
+		return r;
 	e->procs = procs_open();
-	if (!e->procs)
-		return -errno;
+	if (!e->procs) {
+		r = -errno;
+		budget_free(&e->budget);
+		return r;
+	}
 	e->enumerate = enumerate_procs;
 	e->enumerate_ctx = e->procs;
 	r = range_scanner_init(&e->scanner);
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
+		budget_free(&e->budget);
 		return r;
 	}
 	r = fault_doorbell_open(&e->doorbell);
@@ -70,6 +78,7 @@ void engine_free(struct engine *e)
 		free(e->cg_bytes[i].cgroup);
 	free(e->cg_bytes);
 	free(e->cands);
+	budget_free(&e->budget);
 	free(e->batch_addrs);
 	free(e->batch_out);
 	free(e->retry);
@@ -90,6 +99,10 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	e->cfg = cfg;
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
+	/* Without memory, the rules past the old count get no budget until
+	 * the next reload: fail closed. */
+	if (budget_configure(&e->budget, cfg) < 0)
+		log_warn("no memory for the budgets of %zu cgroup policies", cfg->nrules);
 }
 
 /* Which processes a pass looks at. */
@@ -106,24 +119,23 @@ static int build_candidates(struct engine *e, const struct pass_options *o, stru
 				 ps ? &ps->procs_active : NULL);
 }
 
-static size_t select_within_budget(struct engine *e, const struct pass_options *o, double scale)
+static size_t select_within_budget(struct engine *e, const struct pass_options *o)
 {
-	return budget_select(e->cands, e->ncands, e->st, e->cfg->defaults.budget_mb_per_s, scale, o->unlimited);
+	return budget_select(&e->budget, e->cfg, e->cands, e->ncands, e->st, o->unlimited);
 }
 
 static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
 			     double pass_start)
 {
-	double scale = e->last_pass > 0 ? now - e->last_pass : e->cfg->scan_interval_ms / 1000.0;
 	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
 				  .interrupted = o->interrupted};
 	size_t nsel;
 	int r = 0;
 
-	/* The budget is a rate: spend what the time since the last pass earned,
-	 * at least 10 ms and at most 10 s of it. */
-	scale = scale < 0.01 ? 0.01 : scale > 10 ? 10 : scale;
-	nsel = select_within_budget(e, o, scale);
+	/* The budget is a rate: the time since the last refill earned tokens,
+	 * up to a burst (budget.h); what this pass submits spends them. */
+	budget_refill(&e->budget, e->cfg, now);
+	nsel = select_within_budget(e, o);
 	/* What stale blocks would have spent goes to the next in line. Each
 	 * round rescans at least one process that the next cannot, so this
 	 * ends; usually after one round. */
@@ -131,7 +143,7 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 		r = build_candidates(e, o, NULL, now);
 		if (r < 0)
 			goto out;
-		nsel = select_within_budget(e, o, scale);
+		nsel = select_within_budget(e, o);
 	}
 	if (GROW(e->batch_addrs, e->capbatch_addrs, nsel + 1) < 0 ||
 	    GROW(e->batch_out, e->capbatch_out, nsel + 1) < 0 || GROW(e->retry, e->capretry, nsel + 1) < 0) {
@@ -221,7 +233,6 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 			r = collapse_in_order(e, o, ps, now, t0);
 		ps->collapse_s = e->now() - t1;
 	}
-	e->last_pass = now;
 	e->last_full_pass = now;
 	e->pending = 0;
 	for (size_t i = 0; i < e->nst; i++)

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
@@ -81,8 +82,8 @@ struct engine {
 	pid_t self;            /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct proc_table sample;
-	double sample_time; /* monotonic seconds of the last sample */
-	double last_pass;
+	double sample_time;   /* monotonic seconds of the last sample */
+	struct budget budget; /* token buckets: global and per policy */
 	double backoff_until;
 	long hz;
 	struct proc_state *st; /* sorted by pid */

@@ -554,6 +554,37 @@ static void test_still_hot_collapsed_after_rescan(void **state)
 	assert_int_equal(f->e.pending, NBLOCKS - 1);
 }
 
+/* A budget below one block per pass (1 MiB/s at 1 s passes) carries over:
+ * a block every other pass, not none ever (issue 11, defect 3). */
+static void test_budget_below_one_block(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.budget_mb_per_s = 1;
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	pass_at(f, 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 3);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->e.total.outcomes[COLLAPSE_OK], 2);
+}
+
+/* Ten seconds without a pass (idle passes, a stall) earn one burst, not
+ * ten intervals' worth: at 1 MiB/s, one block. */
+static void test_budget_no_spend_after_gap(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.budget_mb_per_s = 1;
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 10);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +600,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_einval_until_maps_change, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_below_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_no_spend_after_gap, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,7 +95,9 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EINVAL:
-			addr_set_add(&s->refused, cr->addrs[i]);
+			/* Refused while its VMA stays the same (rescan.c). */
+			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
+			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EAGAIN:

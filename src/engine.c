@@ -161,7 +161,7 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 out:
 	for (size_t i = 0; i < e->nst; i++)
 		compact_memos(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,
-			      e->st[i].policy ? e->st[i].policy->eagain_retries : 0);
+			      e->st[i].policy ? e->st[i].policy->eagain_retries : 0, now);
 	return r;
 }
 

@@ -40,7 +40,7 @@ struct proc_state {
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
 	struct block_memo *blocks;         /* candidates from the last scan */
 	size_t nblocks, capblocks;
-	struct addr_set refused;  /* blocks the kernel answered EINVAL; until maps change */
+	struct addr_set refused;  /* blocks the kernel answered EINVAL: while their VMA stays, up to full_rescan_s */
 	struct addr_set given_up; /* blocks past eagain_retries; until the next full rescan */
 };
 

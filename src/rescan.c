@@ -14,11 +14,35 @@
 #include "log.h"
 #include "vma_eligibility.h"
 
+/* The identity of a VMA, as far as the kernel's EINVAL is concerned: its
+ * range, offset, file, permissions and flags (MADV_HUGEPAGE, for one, can
+ * make a refused block eligible). FNV-1a over those fields. */
+static uint32_t vma_tag(const struct vma *v)
+{
+	const uint64_t f[] = {v->start,
+			      v->end,
+			      v->offset,
+			      v->inode,
+			      v->vmflags,
+			      (uint64_t)v->dev_major << 32 | v->dev_minor,
+			      (uint64_t)(uint8_t)v->perms[0] | (uint64_t)(uint8_t)v->perms[1] << 8 |
+				  (uint64_t)(uint8_t)v->perms[2] << 16 | (uint64_t)(uint8_t)v->perms[3] << 24};
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		for (int b = 0; b < 64; b += 8) {
+			h ^= (uint8_t)(f[i] >> b);
+			h *= 16777619u;
+		}
+	return h;
+}
+
 struct scan_ctx {
 	struct engine *e;
 	struct proc_state *s;
 	uint64_t *results;
 	unsigned referenced_pct;
+	uint32_t vma_tag;
 	double now;
 	int err;
 };
@@ -32,11 +56,15 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	struct proc_state *s = x->s;
 	struct block_memo *old, *m;
 
-	if (addr_set_has(&s->refused, addr)) {
+	const struct addr_entry *refused = addr_set_find(&s->refused, addr);
+
+	if (refused && refused->tag == x->vma_tag) {
 		x->results[SCAN_CANDIDATE]--;
 		x->results[SCAN_INELIGIBLE]++;
 		return;
 	}
+	if (refused) /* its VMA changed: the kernel's answer was about the old one */
+		addr_set_remove(&s->refused, addr);
 	if (addr_set_has(&s->given_up, addr))
 		return;
 	if (GROW(s->blocks, s->capblocks, s->nblocks + 1) < 0) {
@@ -50,6 +78,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->referenced_pct = (uint8_t)(x->referenced_pct > 100 ? 100 : x->referenced_pct);
 	m->first_seen = old ? old->first_seen : x->now;
 	m->eagain = old ? old->eagain : 0;
+	m->vma_tag = x->vma_tag;
 }
 
 /* Reads smaps and page tables of one process; replaces its block list.
@@ -97,6 +126,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 		if (!b.whole)
 			continue;
 		ctx.referenced_pct = vma_referenced_pct(v);
+		ctx.vma_tag = vma_tag(v);
 		r = range_scan_vma(&e->scanner, v, v->lazyfree_kb > 0, &pol->limits, s->results, on_candidate, &ctx);
 		if (ctx.err)
 			r = ctx.err;
@@ -161,8 +191,10 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 		s->nblocks = 0;
 		goto remember; /* not scanned, but not looked at again until it changes */
 	}
-	if (maps_changed)
-		addr_set_clear(&s->refused); /* the kernel's EINVALs were about the old layout */
+	/* A refusal holds while its VMA is the same (on_candidate), for at most
+	 * full_rescan_s: what the kernel refuses can change without a trace in
+	 * smaps (sysfs THP settings, a policy reload). */
+	addr_set_expire(&s->refused, now - cfg->full_rescan_s);
 	if (due)
 		addr_set_clear(&s->given_up);
 	r = read_proc_thp_enabled(dirfd);

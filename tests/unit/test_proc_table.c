@@ -122,7 +122,7 @@ static void test_recycled_forgets(void **state)
 	s = proc_state_find(t.st, t.n, 10);
 	assert_non_null(s);
 	s->scanned = true;
-	addr_set_add(&s->refused, 0x200000);
+	addr_set_add(&s->refused, 0x200000, 1, 1.0);
 	fp.n = 0;
 	put(&fp, 10, 7, 0);
 	update(&t, &fp, 1.0, 2.0);

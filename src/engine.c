@@ -105,6 +105,11 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 		log_warn("no memory for the budgets of %zu cgroup policies", cfg->nrules);
 }
 
+struct engine_view engine_view(const struct engine *e)
+{
+	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = e->cands, .ncands = e->ncands};
+}
+
 /* Which processes a pass looks at. */
 static struct pid_filter pass_filter(const struct engine *e, const struct pass_options *o)
 {

@@ -131,4 +131,15 @@ int engine_sample(struct engine *e);
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
 
 const struct proc_state *engine_find(const struct engine *e, pid_t pid);
+
+/* A read-only view for readers (report.c, tests): the process table, sorted
+ * by pid, and the last pass's candidates in collapse order (a candidate's
+ * proc indexes procs). Valid until the next pass. */
+struct engine_view {
+	const struct proc_state *procs;
+	size_t nprocs;
+	const struct candidate *cands;
+	size_t ncands;
+};
+struct engine_view engine_view(const struct engine *e);
 double monotonic_seconds(void);

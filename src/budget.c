@@ -107,27 +107,43 @@ void budget_init(struct budget *b)
 	b->global.last = -1;
 }
 
-int budget_configure(struct budget *b, const struct config *cfg)
+/* The old bucket of the rule of cfg with this path, if old had one. */
+static const struct token_bucket *old_bucket(const struct budget *b, const struct config *old, const char *path)
+{
+	for (size_t i = 0; old && i < old->nrules && i + 1 < b->npol; i++)
+		if (old->rules[i].path && path && !strcmp(old->rules[i].path, path))
+			return &b->pol[i + 1];
+	return NULL;
+}
+
+int budget_configure(struct budget *b, const struct config *old, const struct config *cfg)
 {
 	size_t n = cfg->nrules + 1;
+	struct token_bucket *np = malloc(n * sizeof(*np));
+	double *ns = malloc(n * sizeof(*ns));
 
-	if (n > b->cap) {
-		struct token_bucket *np = realloc(b->pol, n * sizeof(*np));
-		double *ns;
-
-		if (!np)
-			return -ENOMEM;
-		b->pol = np;
-		ns = realloc(b->spend, n * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		b->spend = ns;
-		b->cap = n;
+	if (!np || !ns) {
+		free(np);
+		free(ns);
+		return -ENOMEM;
 	}
-	/* The rules may be others now: each starts again from one interval's
-	 * share. The global bucket keeps its tokens. */
+	/* A rule that was there before (same path) keeps its tokens, so that
+	 * reloads cannot mint budget; a new one starts from one interval's
+	 * share. Linear in the rules per rule: a reload is rare. */
+	buckets_reset(np, n);
+	if (old && b->npol)
+		np[0] = b->pol[0];
+	for (size_t i = 0; i < cfg->nrules; i++) {
+		const struct token_bucket *ob = old_bucket(b, old, cfg->rules[i].path);
+
+		if (ob)
+			np[i + 1] = *ob;
+	}
+	free(b->pol);
+	free(b->spend);
+	b->pol = np;
+	b->spend = ns;
 	b->npol = n;
-	buckets_reset(b->pol, n);
 	return 0;
 }
 

@@ -52,15 +52,17 @@ struct budget {
 	struct token_bucket global;
 	struct token_bucket *pol;
 	double *spend; /* scratch of budget_select(), per policy */
-	size_t npol, cap;
+	size_t npol;
 };
 
 void budget_init(struct budget *b);
 void budget_free(struct budget *b);
-/* Sizes the per-policy buckets for cfg; they start again from one
- * interval's share (rules may have changed). 0 or -ENOMEM (then policies
- * past the old count get no budget). */
-int budget_configure(struct budget *b, const struct config *cfg);
+/* Sizes the per-policy buckets for cfg. old is the config the buckets were
+ * made for (NULL: none): its defaults' bucket, and the bucket of each of
+ * its rules whose path cfg still has, keep their tokens; the others start
+ * from one interval's share. 0 or -ENOMEM (then the buckets are as they
+ * were, and policies past the old count get no budget). */
+int budget_configure(struct budget *b, const struct config *old, const struct config *cfg);
 
 /* The index of pol's bucket, SIZE_MAX if pol is not one of cfg's. */
 size_t budget_policy_index(const struct config *cfg, const struct policy *pol);

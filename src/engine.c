@@ -45,7 +45,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->self = getpid();
 	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
-	r = budget_configure(&e->budget, cfg);
+	r = budget_configure(&e->budget, NULL, cfg);
 	if (r < 0)
 		return r;
 	e->procs = procs_open();
@@ -93,15 +93,19 @@ void engine_free(struct engine *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Policies point into the config: a new config means looking them up again. */
+/* Policies point into the config: a new config means looking them up again.
+ * The old config must still be valid here (its rules' paths carry the
+ * budgets over). */
 void engine_set_config(struct engine *e, const struct config *cfg)
 {
+	const struct config *old = e->cfg;
+
 	e->cfg = cfg;
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
 	/* Without memory, the rules past the old count get no budget until
 	 * the next reload: fail closed. */
-	if (budget_configure(&e->budget, cfg) < 0)
+	if (budget_configure(&e->budget, old, cfg) < 0)
 		log_warn("no memory for the budgets of %zu cgroup policies", cfg->nrules);
 }
 

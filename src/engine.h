@@ -118,7 +118,8 @@ struct engine {
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced
- * with engine_set_config(). */
+ * with engine_set_config(), during which the old one must still be valid
+ * (the budgets of rules that stay carry over, by path). */
 int engine_init(struct engine *e, const struct config *cfg);
 void engine_free(struct engine *e);
 void engine_set_config(struct engine *e, const struct config *cfg);

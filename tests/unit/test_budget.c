@@ -51,7 +51,7 @@ static void sim_init(struct sim *s, unsigned interval_ms, unsigned global_mb, si
 		}
 	}
 	budget_init(&s->b);
-	assert_int_equal(budget_configure(&s->b, &s->cfg), 0);
+	assert_int_equal(budget_configure(&s->b, NULL, &s->cfg), 0);
 	s->st = calloc(nst, sizeof(*s->st));
 	s->nst = nst;
 	s->nc = nst * per_proc;
@@ -246,19 +246,43 @@ static void test_policy_index(void **state)
 	sim_free(&s);
 }
 
-/* A reload resets the policies' buckets (rules may be others) to one
- * interval's share; the global bucket keeps its tokens. */
+/* A reload cannot mint budget: a rule that stays (same path) keeps its
+ * tokens, the defaults too; a new rule starts from one interval's share. */
 static void test_reconfigure(void **state)
 {
 	const unsigned rule_mb[] = {4};
+	struct config next;
 	struct sim s;
 
 	(void)state;
-	sim_init(&s, 1000, 100, 1, rule_mb, 1, 100);
-	assert_int_equal(sim_pass(&s, 0), 2);
-	assert_int_equal(sim_pass(&s, 0.5), 1);
-	assert_int_equal(budget_configure(&s.b, &s.cfg), 0);
-	assert_int_equal(sim_pass(&s, 0.5), 2);
+	sim_init(&s, 1000, 100, 1, rule_mb, 2, 100); /* proc 0: /r0, proc 1: the defaults */
+	assert_int_equal(sim_pass(&s, 0), 50);       /* 100 MiB: 2 blocks of /r0, 48 others */
+	assert_int_equal(s.per_proc[0], 2);
+	assert_int_equal(budget_configure(&s.b, &s.cfg, &s.cfg), 0);
+	assert_int_equal(sim_pass(&s, 0.5), 25); /* 50 MiB earned globally */
+	assert_int_equal(s.per_proc[0], 1);      /* 2 MiB earned, not a fresh 4 */
+
+	/* The next config: a new rule /new first, then /r0 (another index). */
+	next = s.cfg;
+	next.path = NULL;
+	next.metrics_file = NULL;
+	next.cgroup_dir = NULL;
+	next.nrules = 2;
+	next.rules = calloc(2, sizeof(*next.rules));
+	assert_non_null(next.rules);
+	next.rules[0].path = strdup("/new");
+	next.rules[0].policy = s.cfg.defaults;
+	next.rules[0].policy.budget_mb_per_s = 4;
+	next.rules[1].path = strdup("/r0");
+	next.rules[1].policy = s.cfg.rules[0].policy;
+	assert_int_equal(budget_configure(&s.b, &s.cfg, &next), 0);
+	config_free(&s.cfg);
+	s.cfg = next;
+	s.st[0].policy = &s.cfg.rules[1].policy; /* /r0: what it earned */
+	s.st[1].policy = &s.cfg.rules[0].policy; /* /new: one interval's share */
+	assert_int_equal(sim_pass(&s, 1.0), 3);
+	assert_int_equal(s.per_proc[0], 1);
+	assert_int_equal(s.per_proc[1], 2);
 	sim_free(&s);
 }
 

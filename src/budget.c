@@ -71,11 +71,13 @@ static double burst_window(const struct config *cfg)
 	return w < 1 ? 1 : w > 10 ? 10 : w;
 }
 
+/* One block on top: a bucket capped at exactly one block loses what accrues
+ * while it waits for a pass that comes a little early (timer jitter), and a
+ * 1 MiB/s budget at 1 s passes would then get a block every third pass, not
+ * every second. */
 double budget_burst(const struct config *cfg, double rate)
 {
-	double b = rate * burst_window(cfg);
-
-	return b < (double)HPAGE_SIZE ? (double)HPAGE_SIZE : b;
+	return rate * burst_window(cfg) + (double)HPAGE_SIZE;
 }
 
 static void bucket_refill(struct token_bucket *b, const struct config *cfg, double rate, double now)

@@ -7,8 +7,8 @@
  *
  * The budget is a token bucket per policy (its budget_mb_per_s) and one
  * for everything (the defaults' budget_mb_per_s): tokens accrue with time,
- * whether passes ran or not, up to a burst of one interval's share and at
- * least one 2 MiB block. Unspent budget carries over, so a budget below one
+ * whether passes ran or not, up to a burst of one interval's share plus one
+ * 2 MiB block. Unspent budget carries over, so a budget below one
  * block per pass still collapses a block every few passes; and no pass
  * spends more than the burst, however long the daemon was idle. */
 #pragma once
@@ -68,8 +68,9 @@ int budget_configure(struct budget *b, const struct config *old, const struct co
 size_t budget_policy_index(const struct config *cfg, const struct policy *pol);
 
 /* The most a bucket of rate bytes/s holds: the rate times one scan
- * interval (at least 1 s, at most 10 s), and never less than one block, so
- * that any budget collapses a block now and then. */
+ * interval (counted as at least 1 s, at most 10 s), plus one block, so that
+ * any budget collapses a block now and then and none of it is lost to
+ * rounding while it waits for a whole block. */
 double budget_burst(const struct config *cfg, double rate);
 
 /* Adds what the time since the last refill earned, up to the burst. A new

@@ -118,6 +118,22 @@ static void test_carry_over_below_one_block(void **state)
 	sim_free(&s);
 }
 
+/* Passes a little early (timer jitter) lose nothing: 1 MiB/s at 0.999 s
+ * passes still averages a block every 2 s (with a burst of exactly one
+ * block it got one every third pass: 13 blocks here). */
+static void test_carry_over_jitter(void **state)
+{
+	struct sim s;
+	size_t total = 0;
+
+	(void)state;
+	sim_init(&s, 1000, 1, 0, NULL, 1, 100);
+	for (int i = 0; i <= 40; i++)
+		total += sim_pass(&s, i * 0.999);
+	assert_in_range(total, 19, 20);
+	sim_free(&s);
+}
+
 /* A per-cgroup budget of 4 MiB/s at 100 ms: 0.4 MiB per pass, a block
  * every 5 passes. */
 static void test_carry_over_small_policy(void **state)
@@ -175,20 +191,20 @@ static void test_burst_after_idle(void **state)
 
 	(void)state;
 	sim_init(&s, 1000, 20, 0, NULL, 1, 1000);
-	assert_int_equal(sim_pass(&s, 0), 10); /* 20 MiB: one interval's share */
-	assert_int_equal(sim_pass(&s, 10), 10);
-	assert_int_equal(sim_pass(&s, 1000), 10);
+	assert_int_equal(sim_pass(&s, 0), 10);  /* 20 MiB: one interval's share */
+	assert_int_equal(sim_pass(&s, 10), 11); /* the burst: 20 MiB + one block */
+	assert_int_equal(sim_pass(&s, 1000), 11);
 	assert_int_equal(sim_pass(&s, 1000.5), 5);
 	/* A long interval: the burst is that interval's share, up to 10 s. */
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
 	s.cfg.scan_interval_ms = 5000;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 100 * MIB);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 100 * MIB + BLOCK);
 	s.cfg.scan_interval_ms = 60000;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 200 * MIB);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 200 * MIB + BLOCK);
 	s.cfg.scan_interval_ms = 0;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB);
-	/* Never below one block, so any budget collapses something. */
-	assert_true(budget_burst(&s.cfg, 1 * MIB) == BLOCK);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
+	/* At least one block, so any budget collapses something. */
+	assert_true(budget_burst(&s.cfg, 1 * MIB) == 1 * MIB + BLOCK);
 	sim_free(&s);
 }
 
@@ -290,6 +306,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_carry_over_below_one_block),
+	    cmocka_unit_test(test_carry_over_jitter),
 	    cmocka_unit_test(test_carry_over_small_policy),
 	    cmocka_unit_test(test_carry_over_back_to_back),
 	    cmocka_unit_test(test_per_policy_caps),

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -205,13 +206,54 @@ static void test_enumerate_error(void **state)
 	config_free(&cfg);
 }
 
+/* Whole passes on fixture processes: the injected enumerator lists
+ * processes that the (empty) fixture proc root does not have, as if each
+ * exited right after the sample. Every pass samples them all, recycles
+ * some PIDs and adds others; nothing is scanned or collapsed, and the
+ * table follows the samples. */
+static void test_pass_on_fixture(void **state)
+{
+	char root[] = "/tmp/hc-test-proc.XXXXXX";
+	struct fake_procs fp = {0};
+	struct pass_options o = {0};
+	struct pass_stats ps;
+	struct config cfg;
+	struct engine e;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	config_defaults(&cfg);
+	assert_int_equal(engine_init(&e, &cfg), 0);
+	e.enumerate = fake_enumerate;
+	e.enumerate_ctx = &fp;
+	e.now = fake_clock;
+	e.proc_root = root;
+	fake_time = 100;
+	for (int pass = 0; pass < 8; pass++) {
+		fp.n = 0;
+		/* 31 + pass processes; a third of them recycled each pass. */
+		for (pid_t pid = 1; pid <= 31 + pass; pid++)
+			put(&fp, pid, pid % 3 ? 1 : (uint64_t)pass + 10, (uint64_t)pass);
+		fake_time += 1;
+		assert_int_equal(engine_pass(&e, &o, &ps), 0);
+		assert_int_equal(ps.procs_total, 31 + pass);
+		assert_int_equal(ps.procs_scanned, 0);
+		assert_int_equal(ps.outcomes[COLLAPSE_OK], 0);
+		assert_int_equal(e.nst, 31 + pass);
+		assert_true(e.capst >= e.nst);
+	}
+	assert_int_equal(e.passes, 8);
+	engine_free(&e);
+	config_free(&cfg);
+	assert_int_equal(rmdir(root), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_update_sweep),
-	    cmocka_unit_test(test_recycled_forgets),
-	    cmocka_unit_test(test_recycled_at_capacity),
-	    cmocka_unit_test(test_enumerate_error),
+	    cmocka_unit_test(test_update_sweep),         cmocka_unit_test(test_recycled_forgets),
+	    cmocka_unit_test(test_recycled_at_capacity), cmocka_unit_test(test_enumerate_error),
+	    cmocka_unit_test(test_pass_on_fixture),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
-/* engine: per-process state kept between passes, and one pass from /proc to
- * process_madvise(MADV_COLLAPSE).
+/* engine: one pass from /proc to process_madvise(MADV_COLLAPSE), and the
+ * state kept between passes.
  *
  * A pass: sample every process (one /proc/PID/stat read each, via libproc2);
  * rescan only processes that are new, changed (faults, RSS or address-space
@@ -7,61 +7,29 @@
  * candidate block of every enabled process; collapse from the top of that
  * single order until the pass's budget is spent, rescanning first a process
  * whose blocks were found in an earlier pass (MADV_COLD and MADV_FREE leave
- * no trace in the sample). */
+ * no trace in the sample).
+ *
+ * The steps live in their own files: proc_table (sampling, the table of
+ * processes), rescan (what changed, reading it again), block_memo (what is
+ * remembered per block), budget (candidates and selection, pure) and
+ * dispatch (collapsing). Seams for tests: now (the clock), enumerate (the
+ * process list), madvise_fn, doorbell_rang and proc_root. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
 #include "mapped_memory.h"
 #include "plan.h"
+#include "proc_table.h"
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
-
-/* A few block addresses (searched linearly: they are rare). */
-struct addr_set {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-/* A block remembered from the last scan of its process. */
-struct block_memo {
-	uint64_t addr;
-	double first_seen; /* monotonic seconds: ages the block */
-	uint16_t present;
-	uint8_t referenced_pct; /* of its VMA */
-	uint8_t eagain;         /* EAGAIN answers so far */
-};
-
-struct proc_state {
-	pid_t pid;
-	uint64_t start_ticks;
-	uint64_t exec_id;        /* image fingerprint at the last scan: execve keeps pid and start */
-	struct proc_sample prev; /* last sample, for deltas */
-	struct activity activity;
-	double last_active; /* monotonic seconds */
-	bool seen;          /* mark for the sweep of exited processes */
-	/* What the last full scan saw; a process whose counters still match
-	 * is not scanned again (O(1): the stat read of the sample). */
-	bool scanned;
-	double last_scan;
-	uint64_t scan_minflt, scan_majflt, scan_rss, scan_vsize;
-	char *cgroup;
-	const struct policy *policy; /* into the engine's config */
-	bool thp_enabled;
-	bool denied;                       /* no ptrace access to this process: skipped */
-	double last_clear;                 /* access_sampling: when clear_refs was last written */
-	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
-	struct block_memo *blocks;         /* candidates from the last scan */
-	size_t nblocks, capblocks;
-	struct addr_set refused;  /* blocks the kernel answered EINVAL; until maps change */
-	struct addr_set given_up; /* blocks past eagain_retries; until the next full rescan */
-};
 
 struct pass_stats {
 	uint64_t results[SCAN_NR_RESULTS];       /* blocks classified by this pass's scans */
@@ -101,13 +69,21 @@ struct cgroup_bytes {
 	uint64_t bytes;
 };
 
+/* Fills out with every user-space process, sorted by pid, as
+ * procs_sample() does. Returns 0 or -errno. */
+typedef int (*proc_enumerate_fn)(void *ctx, struct proc_table *out);
+
 struct engine {
 	const struct config *cfg;
 	struct procs *procs;
+	proc_enumerate_fn enumerate; /* procs_sample() on procs by default; injectable */
+	void *enumerate_ctx;
+	const char *proc_root; /* "/proc" (proc_root()); injectable */
+	pid_t self;            /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct proc_table sample;
-	double sample_time; /* monotonic seconds of the last sample */
-	double last_pass;
+	double sample_time;   /* monotonic seconds of the last sample */
+	struct budget budget; /* token buckets: global and per policy */
 	double backoff_until;
 	long hz;
 	struct proc_state *st; /* sorted by pid */
@@ -142,17 +118,29 @@ struct engine {
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced
- * with engine_set_config(). */
+ * with engine_set_config(), during which the old one must still be valid
+ * (the budgets of rules that stay carry over, by path). */
 int engine_init(struct engine *e, const struct config *cfg);
 void engine_free(struct engine *e);
 void engine_set_config(struct engine *e, const struct config *cfg);
 
-/* Takes a sample of every process, updating activity. The first one only
- * sets the baseline. Returns 0 or -errno. */
+/* Takes a sample of every process (e->enumerate), updating activity. The
+ * first one only sets the baseline. Returns 0 or -errno. (proc_table.c) */
 int engine_sample(struct engine *e);
 
 /* One pass (samples again first). Returns 0 or -errno on a fatal error. */
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
 
 const struct proc_state *engine_find(const struct engine *e, pid_t pid);
+
+/* A read-only view for readers (report.c, tests): the process table, sorted
+ * by pid, and the last pass's candidates in collapse order (a candidate's
+ * proc indexes procs). Valid until the next pass. */
+struct engine_view {
+	const struct proc_state *procs;
+	size_t nprocs;
+	const struct candidate *cands;
+	size_t ncands;
+};
+struct engine_view engine_view(const struct engine *e);
 double monotonic_seconds(void);

@@ -38,9 +38,9 @@ static bool shown(const struct proc_state *s)
 	return false;
 }
 
-static void text_process(FILE *f, const struct engine *e, size_t idx)
+static void text_process(FILE *f, const struct engine_view *v, size_t idx)
 {
-	const struct proc_state *s = &e->st[idx];
+	const struct proc_state *s = &v->procs[idx];
 	const char *comm = s->prev.comm;
 	bool first = true;
 	size_t rank = 0;
@@ -52,8 +52,8 @@ static void text_process(FILE *f, const struct engine *e, size_t idx)
 		if (s->results[r])
 			fprintf(f, " %s %llu", scan_result_name(r), (unsigned long long)s->results[r]);
 	fputc('\n', f);
-	for (size_t i = 0; i < e->ncands; i++) {
-		const struct candidate *c = &e->cands[i];
+	for (size_t i = 0; i < v->ncands; i++) {
+		const struct candidate *c = &v->cands[i];
 
 		if (c->proc != idx)
 			continue;
@@ -72,13 +72,15 @@ static void text_process(FILE *f, const struct engine *e, size_t idx)
 void report_text(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process)
 {
+	struct engine_view v = engine_view(e);
+
 	if (per_process)
-		for (size_t i = 0; i < e->nst; i++)
-			if (shown(&e->st[i]))
-				text_process(f, e, i);
+		for (size_t i = 0; i < v.nprocs; i++)
+			if (shown(&v.procs[i]))
+				text_process(f, &v, i);
 	if (o->dry_run)
-		fprintf(f, "dry run: %zu candidate blocks (%.1f MiB), nothing changed\n", e->ncands,
-			e->ncands * (HPAGE_SIZE / MIB));
+		fprintf(f, "dry run: %zu candidate blocks (%.1f MiB), nothing changed\n", v.ncands,
+			v.ncands * (HPAGE_SIZE / MIB));
 	else
 		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
 			(unsigned long long)ps->outcomes[COLLAPSE_OK],
@@ -103,9 +105,9 @@ static void json_results(FILE *f, const uint64_t *results)
 	fputc('}', f);
 }
 
-static void json_process(FILE *f, const struct engine *e, size_t idx)
+static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 {
-	const struct proc_state *s = &e->st[idx];
+	const struct proc_state *s = &v->procs[idx];
 	bool first = true;
 
 	fprintf(f, "{\"pid\":%d,\"comm\":", (int)s->pid);
@@ -116,8 +118,8 @@ static void json_process(FILE *f, const struct engine *e, size_t idx)
 		s->policy && !s->policy->enable ? "false" : "true", s->activity.cpu, s->activity.faults);
 	json_results(f, s->results);
 	fprintf(f, ",\"candidates\":[");
-	for (size_t i = 0; i < e->ncands; i++) {
-		const struct candidate *c = &e->cands[i];
+	for (size_t i = 0; i < v->ncands; i++) {
+		const struct candidate *c = &v->cands[i];
 
 		if (c->proc != idx)
 			continue;
@@ -131,6 +133,7 @@ static void json_process(FILE *f, const struct engine *e, size_t idx)
 void report_json(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process)
 {
+	struct engine_view v = engine_view(e);
 	bool first = true;
 
 	fprintf(f, "{\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,\"scan_seconds\":%.6f,", HC_VERSION,
@@ -149,13 +152,13 @@ void report_json(FILE *f, const struct engine *e, const struct pass_options *o, 
 	fputc('}', f);
 	if (per_process) {
 		fprintf(f, ",\"processes\":[");
-		for (size_t i = 0; i < e->nst; i++) {
-			if (!shown(&e->st[i]))
+		for (size_t i = 0; i < v.nprocs; i++) {
+			if (!shown(&v.procs[i]))
 				continue;
 			if (!first)
 				fputc(',', f);
 			first = false;
-			json_process(f, e, i);
+			json_process(f, &v, i);
 		}
 		fputc(']', f);
 	}

@@ -1,10 +1,11 @@
-/* engine_pass() against a real child process and a scripted fake
+/* engine_pass(), the whole pass, against a real child process and a scripted fake
  * process_madvise, with an injected clock: what the engine does after the
  * kernel answers ENOMEM (back off for alloc_backoff_ms), EAGAIN (retry
  * eagain_retries times, one of them later in the same pass) and EINVAL
- * (never again until the process's maps change); a block that collapsed is
- * not submitted again; a block that went cold or was freed while it waited
- * is not submitted at all. */
+ * (not again while the block's VMA stays the same, up to full_rescan_s);
+ * a block that collapsed is not submitted again; a block that went cold or
+ * was freed while it waited is not submitted at all; the budget carries
+ * over and bursts no more than one interval's share. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -44,7 +45,9 @@ struct child {
 /* Commands: 'f' faults in one more page of a spare mapping (counters change,
  * maps do not), 'm' maps one more page (the address space grows), 'c' gives
  * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes),
- * 'P' maps 8 MiB more with MADV_POPULATE_WRITE (filled without a fault);
+ * 'P' maps 8 MiB more with MADV_POPULATE_WRITE (filled without a fault),
+ * 'r' makes the last block read-only (splits the buffer's VMA: no counter
+ * moves);
  * any other, like 'p', is only answered. */
 static int populate_more(void)
 {
@@ -90,6 +93,8 @@ static void child_main(int cmd, int ack)
 		else if (c == 'q')
 			_exit(0);
 		else if (c == 'P' && populate_more() < 0)
+			_exit(2);
+		else if (c == 'r' && mprotect(buf + len - BLOCK, BLOCK, PROT_READ))
 			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
@@ -397,7 +402,10 @@ static void test_eagain_retries_3(void **state)
 	check_eagain(*state, 3);
 }
 
-static void test_einval_until_maps_change(void **state)
+/* EINVAL: the block is not submitted again while its VMA stays the same,
+ * whatever else the process maps (issue 11, defect 5: a changed vsize
+ * revived every refusal). */
+static void test_einval_until_its_vma_changes(void **state)
 {
 	struct fixture *f = *state;
 	uint64_t b1;
@@ -420,12 +428,36 @@ static void test_einval_until_maps_change(void **state)
 	assert_int_equal(attempts(b1), 1);
 	assert_true(attempts(block(f, 0)) >= 2); /* the others were found again */
 
-	/* A new mapping: the refusal was about the old layout. */
+	/* A new mapping elsewhere (vsize changes): still refused. */
 	child_do(&f->ch, 'm');
 	pass_at(f, 3);
 	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b1), 1);
+
+	/* Its own VMA changed: the refusal was about the old one. */
+	child_do(&f->ch, 'r');
+	child_do(&f->ch, 'f');
+	pass_at(f, 4);
+	assert_int_equal(f->ps.procs_scanned, 1);
 	assert_int_equal(attempts(b1), 2);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_EINVAL], 1);
+}
+
+/* A refusal expires after full_rescan_s: what the kernel refuses can change
+ * without a trace in smaps (sysfs settings). Before, it lasted for ever. */
+static void test_einval_expires(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t b1 = block(f, 1);
+
+	script(b1, EINVAL);
+	first_pass(f);
+	assert_int_equal(attempts(b1), 1);
+	pass_at(f, f->cfg.full_rescan_s - 1.0);
+	assert_int_equal(attempts(b1), 1);
+	pass_at(f, f->cfg.full_rescan_s + 1.0); /* a full rescan is due */
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(attempts(b1), 2);
 }
 
 /* A collapsed block is forgotten: the next pass over the unchanged process
@@ -554,6 +586,37 @@ static void test_still_hot_collapsed_after_rescan(void **state)
 	assert_int_equal(f->e.pending, NBLOCKS - 1);
 }
 
+/* A budget below one block per pass (1 MiB/s at 1 s passes) carries over:
+ * a block every other pass, not none ever (issue 11, defect 3). */
+static void test_budget_below_one_block(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.budget_mb_per_s = 1;
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	pass_at(f, 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 3);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->e.total.outcomes[COLLAPSE_OK], 2);
+}
+
+/* Ten seconds without a pass (idle passes, a stall) earn one burst, not
+ * ten intervals' worth: at 1 MiB/s, one block. */
+static void test_budget_no_spend_after_gap(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.budget_mb_per_s = 1;
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	pass_at(f, 10);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,7 +631,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_3, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_einval_until_maps_change, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_einval_until_its_vma_changes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_einval_expires, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_below_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_no_spend_after_gap, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

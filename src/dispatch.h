@@ -1,0 +1,43 @@
+/* dispatch: collapsing the selected blocks with process_madvise.
+ *
+ * Each process's blocks go in one batched call through a pidfd proven to be
+ * the process that was scanned (same start time and exec fingerprint), in
+ * the order of its best block. The outcomes update its memos: collapsed and
+ * refused (EINVAL) blocks are dropped, EINVAL ones remembered as refused,
+ * EAGAIN/EBUSY counted (EAGAIN retried once at the end of the pass), ENOMEM
+ * starts the back-off (e->backoff_until) and EPERM stops the pass.
+ * recheck_selected() first rescans the selected processes not scanned in
+ * this pass, since cold or freed memory leaves no trace in the sample. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+struct engine;
+struct pass_options;
+struct pass_stats;
+struct proc_state;
+
+struct collapse_run {
+	uint64_t *addrs;
+	uint8_t *out;
+	struct candidate *retry; /* blocks that answered EAGAIN */
+	size_t nretry;
+	double deadline; /* monotonic seconds (e->now); 0: none */
+	bool (*interrupted)(void);
+	bool stop; /* ENOMEM, EPERM or the deadline: no more this pass */
+};
+
+/* A pidfd for s, or -errno (-ESRCH: not the process that was scanned). */
+int open_verified_pidfd(const char *proc_root, const struct proc_state *s);
+
+/* Collapses sel[0..nsel) (consumed: marked used), process by process,
+ * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. */
+void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, struct collapse_run *cr,
+		       struct pass_stats *ps, bool collect_retry, double now);
+
+/* Rescans each process of e->cands[0..nsel) not scanned in this pass;
+ * returns how many of those blocks are no longer candidates. */
+size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps, double now);

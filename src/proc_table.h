@@ -1,0 +1,59 @@
+/* proc_table: the engine's table of known processes (struct proc_state),
+ * kept sorted by pid, and how one sample of every process updates it.
+ *
+ * proc_states_update() is pure: given the new sample (sorted by pid, as
+ * procs_sample() and any injected enumerator return it), it updates the
+ * activity of the processes it knows, forgets the ones that exited or whose
+ * PID was recycled (a different start time), and adds the new ones. The
+ * identity of a process is (pid, start_ticks). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "block_memo.h"
+#include "plan.h"
+#include "procs.h"
+#include "scan_result.h"
+
+struct policy;
+
+struct proc_state {
+	pid_t pid;
+	uint64_t start_ticks;
+	uint64_t exec_id;        /* image fingerprint at the last scan: execve keeps pid and start */
+	struct proc_sample prev; /* last sample, for deltas */
+	struct activity activity;
+	double last_active; /* monotonic seconds */
+	bool seen;          /* mark for the sweep of exited processes */
+	/* What the last full scan saw; a process whose counters still match
+	 * is not scanned again (O(1): the stat read of the sample). */
+	bool scanned;
+	double last_scan;
+	uint64_t scan_minflt, scan_majflt, scan_rss, scan_vsize;
+	char *cgroup;
+	const struct policy *policy; /* into the engine's config */
+	bool thp_enabled;
+	bool denied;                       /* no ptrace access to this process: skipped */
+	double last_clear;                 /* access_sampling: when clear_refs was last written */
+	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
+	struct block_memo *blocks;         /* candidates from the last scan */
+	size_t nblocks, capblocks;
+	struct addr_set refused;  /* blocks the kernel answered EINVAL: while their VMA stays, up to full_rescan_s */
+	struct addr_set given_up; /* blocks past eagain_retries; until the next full rescan */
+};
+
+/* Binary search in st[0..n), sorted by pid; NULL if absent. */
+struct proc_state *proc_state_find(struct proc_state *st, size_t n, pid_t pid);
+/* Frees what the state owns and zeroes it (pid 0: an empty slot). */
+void proc_state_clear(struct proc_state *s);
+/* The process's cgroup path, "?" while unknown (for messages and metrics). */
+const char *proc_state_cgroup(const struct proc_state *s);
+
+/* Merges a new sample into *st (n entries, cap allocated, sorted by pid):
+ * dt is the time since the previous sample (0: the first one, which only
+ * sets the baseline), hz sysconf(_SC_CLK_TCK), now monotonic seconds.
+ * Returns 0 or -ENOMEM (then the table holds a consistent subset). */
+int proc_states_update(struct proc_state **st, size_t *n, size_t *cap, const struct proc_table *sample, double dt,
+		       long hz, double now);

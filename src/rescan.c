@@ -1,0 +1,240 @@
+/* Rescans: deciding that a process changed, and reading it again. */
+#include "rescan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "grow.h"
+#include "log.h"
+#include "vma_eligibility.h"
+
+/* The identity of a VMA, as far as the kernel's EINVAL is concerned: its
+ * range, offset, file, permissions and flags (MADV_HUGEPAGE, for one, can
+ * make a refused block eligible). FNV-1a over those fields. */
+static uint32_t vma_tag(const struct vma *v)
+{
+	const uint64_t f[] = {v->start,
+			      v->end,
+			      v->offset,
+			      v->inode,
+			      v->vmflags,
+			      (uint64_t)v->dev_major << 32 | v->dev_minor,
+			      (uint64_t)(uint8_t)v->perms[0] | (uint64_t)(uint8_t)v->perms[1] << 8 |
+				  (uint64_t)(uint8_t)v->perms[2] << 16 | (uint64_t)(uint8_t)v->perms[3] << 24};
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		for (int b = 0; b < 64; b += 8) {
+			h ^= (uint8_t)(f[i] >> b);
+			h *= 16777619u;
+		}
+	return h;
+}
+
+struct scan_ctx {
+	struct engine *e;
+	struct proc_state *s;
+	uint64_t *results;
+	unsigned referenced_pct;
+	uint32_t vma_tag;
+	double now;
+	int err;
+};
+
+/* A block the range scan found worth collapsing: remember it, keeping the
+ * age and EAGAIN count it had in the previous scan; unless the kernel
+ * refused it, or it failed with EAGAIN too often. */
+static void on_candidate(void *opaque, uint64_t addr, const struct block_counts *c)
+{
+	struct scan_ctx *x = opaque;
+	struct proc_state *s = x->s;
+	struct block_memo *old, *m;
+
+	const struct addr_entry *refused = addr_set_find(&s->refused, addr);
+
+	if (refused && refused->tag == x->vma_tag) {
+		x->results[SCAN_CANDIDATE]--;
+		x->results[SCAN_INELIGIBLE]++;
+		return;
+	}
+	if (refused) /* its VMA changed: the kernel's answer was about the old one */
+		addr_set_remove(&s->refused, addr);
+	if (addr_set_has(&s->given_up, addr))
+		return;
+	if (GROW(s->blocks, s->capblocks, s->nblocks + 1) < 0) {
+		x->err = -ENOMEM;
+		return;
+	}
+	old = memo_find(x->e->old_blocks, x->e->nold_blocks, addr);
+	m = &s->blocks[s->nblocks++];
+	m->addr = addr;
+	m->present = c->present;
+	m->referenced_pct = (uint8_t)(x->referenced_pct > 100 ? 100 : x->referenced_pct);
+	m->first_seen = old ? old->first_seen : x->now;
+	m->eagain = old ? old->eagain : 0;
+	m->vma_tag = x->vma_tag;
+}
+
+/* Reads smaps and page tables of one process; replaces its block list.
+ * Returns 0, or -errno (-ESRCH: gone or recycled). */
+static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struct pass_stats *ps, double now)
+{
+	const struct policy *pol = s->policy;
+	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now};
+	int r;
+
+	r = read_smaps(dirfd, &e->smaps_buf, &e->smaps_cap, (vma_list_clear(&e->vmas), &e->vmas));
+	ps->smaps_reads++;
+	if (r < 0 && r != -EINVAL)
+		return r;
+	if (r == -EINVAL)
+		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
+			 (int)s->pid, e->vmas.n);
+	r = range_scanner_attach(&e->scanner, dirfd);
+	if (r < 0)
+		return r;
+
+	/* Keep the previous candidates aside so ages carry over. */
+	if (GROW(e->old_blocks, e->capold_blocks, s->nblocks) < 0) {
+		range_scanner_detach(&e->scanner);
+		return -ENOMEM;
+	}
+	if (s->nblocks) /* both may still be NULL: memcpy(NULL, NULL, 0) is undefined */
+		memcpy(e->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
+	e->nold_blocks = s->nblocks;
+	s->nblocks = 0;
+	memset(s->results, 0, sizeof(s->results));
+
+	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
+		const struct vma *v = &e->vmas.v[i];
+		struct vma_blocks b;
+		enum scan_result verdict;
+
+		vma_blocks(v, &b);
+		s->results[SCAN_INELIGIBLE] += b.partial;
+		verdict = vma_verdict(v, &pol->limits, s->thp_enabled, pol->file_backed);
+		if (verdict != SCAN_CANDIDATE) {
+			s->results[verdict] += b.whole;
+			continue;
+		}
+		if (!b.whole)
+			continue;
+		ctx.referenced_pct = vma_referenced_pct(v);
+		ctx.vma_tag = vma_tag(v);
+		r = range_scan_vma(&e->scanner, v, v->lazyfree_kb > 0, &pol->limits, s->results, on_candidate, &ctx);
+		if (ctx.err)
+			r = ctx.err;
+	}
+	range_scanner_detach(&e->scanner);
+	for (int i = 0; i < SCAN_NR_RESULTS; i++)
+		ps->results[i] += s->results[i];
+	return r;
+}
+
+/* access_sampling: clear the referenced bits, so that the next scan's
+ * Referenced counts only what was touched since. Costs one walk of the
+ * process's page tables, and makes reclaim see those pages as not recently
+ * used (they are aged as if idle until touched again). */
+static void clear_referenced(int dirfd, const struct proc_state *s)
+{
+	int fd = openat(dirfd, "clear_refs", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		log_proc(LOG_DEBUG, s->pid, proc_state_cgroup(s), NULL, "pid %d: cannot write clear_refs: %s",
+			 (int)s->pid, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
+		  double now, bool force)
+{
+	const struct config *cfg = e->cfg;
+	bool maps_changed = s->scan_vsize != s->prev.vsize;
+	bool changed = !s->scanned || maps_changed || s->scan_minflt != s->prev.minflt ||
+		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
+	bool due = now - s->last_scan >= cfg->full_rescan_s;
+	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
+	char path[PATH_MAX], cg[PATH_MAX];
+	struct proc_sample now_stat;
+	int dirfd, r;
+
+	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
+		ps->procs_unchanged++;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return;
+	/* Through this dirfd every read is of the process we sampled, or fails:
+	 * check that it is still the one with our start time. */
+	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
+		goto out;
+	if (!s->cgroup || !s->policy || due) {
+		r = read_proc_cgroup(dirfd, cg, sizeof(cg));
+		if (r < 0)
+			snprintf(cg, sizeof(cg), "/");
+		if (!s->cgroup || strcmp(cg, s->cgroup)) {
+			free(s->cgroup);
+			s->cgroup = strdup(cg);
+		}
+		s->policy = config_policy_for(cfg, s->cgroup ? s->cgroup : "/");
+	}
+	if (!s->policy->enable) {
+		s->nblocks = 0;
+		goto remember; /* not scanned, but not looked at again until it changes */
+	}
+	/* A refusal holds while its VMA is the same (on_candidate), for at most
+	 * full_rescan_s: what the kernel refuses can change without a trace in
+	 * smaps (sysfs THP settings, a policy reload). */
+	addr_set_expire(&s->refused, now - cfg->full_rescan_s);
+	if (due)
+		addr_set_clear(&s->given_up);
+	r = read_proc_thp_enabled(dirfd);
+	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
+	/* Read before smaps: an exec after this point shows as a mismatch. */
+	s->exec_id = now_stat.exec_id;
+	r = scan_process(e, s, dirfd, ps, now);
+	if (r == -EACCES || r == -EPERM) {
+		/* Capabilities were checked at start, so this process is
+		 * protected on its own (another user namespace, a sandbox):
+		 * leave it alone until its next full rescan. */
+		if (!s->denied)
+			log_proc(LOG_INFO, s->pid, proc_state_cgroup(s), "eperm",
+				 "pid %d (%s): no ptrace read access to its memory maps; skipping it", (int)s->pid,
+				 s->prev.comm);
+		s->denied = true;
+		s->nblocks = 0;
+		r = 0;
+	} else if (r < 0 && r != -ESRCH && r != -ENOENT) {
+		log_proc(LOG_DEBUG, s->pid, proc_state_cgroup(s), NULL, "pid %d: scan failed: %s", (int)s->pid,
+			 strerror(-r));
+	}
+	if (r < 0) {
+		s->nblocks = 0;
+		goto out;
+	}
+	ps->procs_scanned++;
+	/* A dry run changes nothing, not even the referenced bits. */
+	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
+	    now - s->last_clear >= s->policy->access_sample_s) {
+		clear_referenced(dirfd, s);
+		s->last_clear = now;
+	}
+remember:
+	s->scanned = true;
+	s->last_scan = now;
+	s->scan_minflt = now_stat.minflt;
+	s->scan_majflt = now_stat.majflt;
+	s->scan_rss = now_stat.rss_pages;
+	s->scan_vsize = now_stat.vsize;
+out:
+	close(dirfd);
+}

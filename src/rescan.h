@@ -1,0 +1,23 @@
+/* rescan: whether a process must be read again, and reading it.
+ *
+ * A process is rescanned when it is new, its counters (faults, RSS,
+ * address-space size) moved since its last scan, a full rescan is due
+ * (full_rescan_s), access sampling is due, or the caller forces it. A
+ * rescan refreshes its cgroup and policy (when unknown or due), reads its
+ * THP switch, smaps and page tables (range_scan), and replaces its block
+ * memos with the candidates found, keeping each block's age and EAGAIN
+ * count. Every read goes through one /proc/PID dirfd whose start time
+ * matches the sample, so a recycled PID is never read by mistake. Errors
+ * are per process and never fatal to the pass: a process that vanished or
+ * denies access simply holds no candidates. */
+#pragma once
+#include <stdbool.h>
+
+struct engine;
+struct proc_state;
+struct pass_options;
+struct pass_stats;
+
+/* Rescans s if it needs one (always if force), counting in ps. */
+void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
+		  double now, bool force);

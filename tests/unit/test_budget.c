@@ -1,0 +1,321 @@
+/* budget: the candidates and the token buckets that select them, pure.
+ * Passes are simulated as the engine runs them: refill at the pass's time,
+ * select, then charge what was selected. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "budget.h"
+#include "config.h"
+
+#define MIB   (1024.0 * 1024.0)
+#define BLOCK ((double)HPAGE_SIZE)
+
+struct sim {
+	struct config cfg;
+	struct budget b;
+	struct proc_state *st;
+	size_t nst;
+	struct candidate *c, *work;
+	size_t nc;
+	size_t *per_proc; /* selected in the last pass, per process */
+};
+
+/* nrules rules with budgets rule_mb[i]; process i of nst runs under rule
+ * i (or the defaults when i >= nrules) and has per_proc candidates, each
+ * process's ranked above the next one's. */
+static void sim_init(struct sim *s, unsigned interval_ms, unsigned global_mb, size_t nrules, const unsigned *rule_mb,
+		     size_t nst, size_t per_proc)
+{
+	memset(s, 0, sizeof(*s));
+	config_defaults(&s->cfg);
+	s->cfg.scan_interval_ms = interval_ms;
+	s->cfg.defaults.budget_mb_per_s = global_mb;
+	if (nrules) {
+		s->cfg.rules = calloc(nrules, sizeof(*s->cfg.rules));
+		assert_non_null(s->cfg.rules);
+		s->cfg.nrules = nrules;
+		for (size_t i = 0; i < nrules; i++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "/r%zu", i);
+			s->cfg.rules[i].path = strdup(path);
+			s->cfg.rules[i].policy = s->cfg.defaults;
+			s->cfg.rules[i].policy.budget_mb_per_s = rule_mb[i];
+		}
+	}
+	budget_init(&s->b);
+	assert_int_equal(budget_configure(&s->b, NULL, &s->cfg), 0);
+	s->st = calloc(nst, sizeof(*s->st));
+	s->nst = nst;
+	s->nc = nst * per_proc;
+	s->c = calloc(s->nc + 1, sizeof(*s->c));
+	s->work = calloc(s->nc + 1, sizeof(*s->work));
+	s->per_proc = calloc(nst, sizeof(*s->per_proc));
+	assert_true(s->st && s->c && s->work && s->per_proc);
+	for (size_t i = 0; i < nst; i++) {
+		s->st[i].pid = (pid_t)(100 + i);
+		s->st[i].policy = i < nrules ? &s->cfg.rules[i].policy : &s->cfg.defaults;
+		for (size_t j = 0; j < per_proc; j++)
+			s->c[i * per_proc + j] = (struct candidate){
+			    .addr = (j + 1) * HPAGE_SIZE, .proc = (uint32_t)i, .score = (double)(nst - i)};
+	}
+}
+
+static void sim_free(struct sim *s)
+{
+	budget_free(&s->b);
+	config_free(&s->cfg);
+	free(s->st);
+	free(s->c);
+	free(s->work);
+	free(s->per_proc);
+}
+
+/* One pass at time t: returns the blocks selected (and charged). */
+static size_t sim_pass(struct sim *s, double t)
+{
+	size_t n;
+
+	memcpy(s->work, s->c, s->nc * sizeof(*s->c));
+	memset(s->per_proc, 0, s->nst * sizeof(*s->per_proc));
+	budget_refill(&s->b, &s->cfg, t);
+	n = budget_select(&s->b, &s->cfg, s->work, s->nc, s->st, false);
+	for (size_t i = 0; i < n; i++) {
+		s->per_proc[s->work[i].proc]++;
+		budget_charge(&s->b, &s->cfg, s->st[s->work[i].proc].policy, BLOCK);
+	}
+	return n;
+}
+
+/* 1 MiB/s at the default interval: half a block per pass. Unspent budget
+ * carries over, so one block every 2 s (before: none, ever). */
+static void test_carry_over_below_one_block(void **state)
+{
+	struct sim s;
+	size_t total = 0, last = 0;
+
+	(void)state;
+	sim_init(&s, 1000, 1, 0, NULL, 1, 100);
+	for (int t = 0; t <= 20; t++) {
+		size_t n = sim_pass(&s, t);
+
+		assert_true(n <= 1);
+		if (n) {
+			if (total)
+				assert_int_equal(t - last, 2);
+			last = (size_t)t;
+		}
+		total += n;
+	}
+	assert_int_equal(total, 10);
+	sim_free(&s);
+}
+
+/* Passes a little early (timer jitter) lose nothing: 1 MiB/s at 0.999 s
+ * passes still averages a block every 2 s (with a burst of exactly one
+ * block it got one every third pass: 13 blocks here). */
+static void test_carry_over_jitter(void **state)
+{
+	struct sim s;
+	size_t total = 0;
+
+	(void)state;
+	sim_init(&s, 1000, 1, 0, NULL, 1, 100);
+	for (int i = 0; i <= 40; i++)
+		total += sim_pass(&s, i * 0.999);
+	assert_in_range(total, 19, 20);
+	sim_free(&s);
+}
+
+/* A per-cgroup budget of 4 MiB/s at 100 ms: 0.4 MiB per pass, a block
+ * every 5 passes. */
+static void test_carry_over_small_policy(void **state)
+{
+	const unsigned rule_mb[] = {4};
+	struct sim s;
+	size_t total = 0;
+
+	(void)state;
+	sim_init(&s, 100, 128, 1, rule_mb, 1, 100);
+	for (int i = 0; i <= 100; i++)
+		total += sim_pass(&s, i * 0.1);
+	/* 10 s at 4 MiB/s = 20 blocks (plus the first pass's share, 0.2). */
+	assert_in_range(total, 19, 21);
+	sim_free(&s);
+}
+
+/* scan_interval_ms = 0 with 5 ms passes: 1 MiB/s still gives one block
+ * every 2 s. */
+static void test_carry_over_back_to_back(void **state)
+{
+	struct sim s;
+	size_t total = 0;
+
+	(void)state;
+	sim_init(&s, 0, 1, 0, NULL, 1, 100);
+	for (int i = 0; i <= 2000; i++)
+		total += sim_pass(&s, i * 0.005);
+	assert_in_range(total, 4, 5);
+	sim_free(&s);
+}
+
+/* A rule's budget caps its subtree; the global budget caps the sum, and
+ * what the capped rule cannot spend goes to the next in line. */
+static void test_per_policy_caps(void **state)
+{
+	const unsigned rule_mb[] = {4, 100};
+	struct sim s;
+
+	(void)state;
+	sim_init(&s, 1000, 100, 2, rule_mb, 2, 200);
+	for (int t = 0; t < 5; t++) {
+		assert_int_equal(sim_pass(&s, t), 50); /* 100 MiB/s: 50 blocks */
+		assert_int_equal(s.per_proc[0], 2);    /* 4 MiB/s: 2 blocks */
+		assert_int_equal(s.per_proc[1], 48);
+	}
+	sim_free(&s);
+}
+
+/* However long since the last pass (idle passes, back-off), one pass
+ * spends at most the burst: one interval's share, not 10x it. */
+static void test_burst_after_idle(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_init(&s, 1000, 20, 0, NULL, 1, 1000);
+	assert_int_equal(sim_pass(&s, 0), 10);  /* 20 MiB: one interval's share */
+	assert_int_equal(sim_pass(&s, 10), 11); /* the burst: 20 MiB + one block */
+	assert_int_equal(sim_pass(&s, 1000), 11);
+	assert_int_equal(sim_pass(&s, 1000.5), 5);
+	/* A long interval: the burst is that interval's share, up to 10 s. */
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
+	s.cfg.scan_interval_ms = 5000;
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 100 * MIB + BLOCK);
+	s.cfg.scan_interval_ms = 60000;
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 200 * MIB + BLOCK);
+	s.cfg.scan_interval_ms = 0;
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
+	/* At least one block, so any budget collapses something. */
+	assert_true(budget_burst(&s.cfg, 1 * MIB) == 1 * MIB + BLOCK);
+	sim_free(&s);
+}
+
+/* No fixed bound on policies: 100 of them, each gets its budget. */
+static void test_many_policies(void **state)
+{
+	unsigned rule_mb[100];
+	struct sim s;
+
+	(void)state;
+	for (size_t i = 0; i < 100; i++)
+		rule_mb[i] = 2;
+	sim_init(&s, 1000, 100000, 100, rule_mb, 100, 3);
+	for (int t = 0; t < 3; t++) {
+		assert_int_equal(sim_pass(&s, t), 100);
+		for (size_t i = 0; i < 100; i++)
+			assert_int_equal(s.per_proc[i], 1);
+	}
+	sim_free(&s);
+}
+
+/* The global budget stops the selection; unlimited selects everything. */
+static void test_global_and_unlimited(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_init(&s, 1000, 8, 0, NULL, 3, 10);
+	assert_int_equal(sim_pass(&s, 0), 4);
+	assert_int_equal(s.per_proc[0], 4);
+	memcpy(s.work, s.c, s.nc * sizeof(*s.c));
+	assert_int_equal(budget_select(&s.b, &s.cfg, s.work, s.nc, s.st, true), s.nc);
+	sim_free(&s);
+}
+
+/* Policies map to their buckets; one that is not the config's gets none. */
+static void test_policy_index(void **state)
+{
+	const unsigned rule_mb[] = {10, 10, 10};
+	struct policy foreign;
+	struct sim s;
+
+	(void)state;
+	sim_init(&s, 1000, 100, 3, rule_mb, 4, 5);
+	assert_int_equal(budget_policy_index(&s.cfg, &s.cfg.defaults), 0);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(budget_policy_index(&s.cfg, &s.cfg.rules[i].policy), i + 1);
+	foreign = s.cfg.defaults;
+	assert_int_equal(budget_policy_index(&s.cfg, &foreign), SIZE_MAX);
+	assert_int_equal(budget_policy_index(&s.cfg, (const struct policy *)&s.cfg.rules[1]), SIZE_MAX);
+	s.st[3].policy = &foreign;
+	sim_pass(&s, 0);
+	assert_int_equal(s.per_proc[3], 0);
+	assert_int_equal(s.per_proc[0], 5);
+	sim_free(&s);
+}
+
+/* A reload cannot mint budget: a rule that stays (same path) keeps its
+ * tokens, the defaults too; a new rule starts from one interval's share. */
+static void test_reconfigure(void **state)
+{
+	const unsigned rule_mb[] = {4};
+	struct config next;
+	struct sim s;
+
+	(void)state;
+	sim_init(&s, 1000, 100, 1, rule_mb, 2, 100); /* proc 0: /r0, proc 1: the defaults */
+	assert_int_equal(sim_pass(&s, 0), 50);       /* 100 MiB: 2 blocks of /r0, 48 others */
+	assert_int_equal(s.per_proc[0], 2);
+	assert_int_equal(budget_configure(&s.b, &s.cfg, &s.cfg), 0);
+	assert_int_equal(sim_pass(&s, 0.5), 25); /* 50 MiB earned globally */
+	assert_int_equal(s.per_proc[0], 1);      /* 2 MiB earned, not a fresh 4 */
+
+	/* The next config: a new rule /new first, then /r0 (another index). */
+	next = s.cfg;
+	next.path = NULL;
+	next.metrics_file = NULL;
+	next.cgroup_dir = NULL;
+	next.nrules = 2;
+	next.rules = calloc(2, sizeof(*next.rules));
+	assert_non_null(next.rules);
+	next.rules[0].path = strdup("/new");
+	next.rules[0].policy = s.cfg.defaults;
+	next.rules[0].policy.budget_mb_per_s = 4;
+	next.rules[1].path = strdup("/r0");
+	next.rules[1].policy = s.cfg.rules[0].policy;
+	assert_int_equal(budget_configure(&s.b, &s.cfg, &next), 0);
+	config_free(&s.cfg);
+	s.cfg = next;
+	s.st[0].policy = &s.cfg.rules[1].policy; /* /r0: what it earned */
+	s.st[1].policy = &s.cfg.rules[0].policy; /* /new: one interval's share */
+	assert_int_equal(sim_pass(&s, 1.0), 3);
+	assert_int_equal(s.per_proc[0], 1);
+	assert_int_equal(s.per_proc[1], 2);
+	sim_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_carry_over_below_one_block),
+	    cmocka_unit_test(test_carry_over_jitter),
+	    cmocka_unit_test(test_carry_over_small_policy),
+	    cmocka_unit_test(test_carry_over_back_to_back),
+	    cmocka_unit_test(test_per_policy_caps),
+	    cmocka_unit_test(test_burst_after_idle),
+	    cmocka_unit_test(test_many_policies),
+	    cmocka_unit_test(test_global_and_unlimited),
+	    cmocka_unit_test(test_policy_index),
+	    cmocka_unit_test(test_reconfigure),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

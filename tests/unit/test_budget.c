@@ -283,6 +283,7 @@ static void test_reconfigure(void **state)
 	next.path = NULL;
 	next.metrics_file = NULL;
 	next.cgroup_dir = NULL;
+	next.state_file = NULL;
 	next.nrules = 2;
 	next.rules = calloc(2, sizeof(*next.rules));
 	assert_non_null(next.rules);

@@ -54,7 +54,8 @@ if ! start_workload lazymix 8; then
 	hc_summary
 	exit 1
 fi
-ADDR=$((WL_ADDR[lazymix]))
+ADDR=${WL_ADDR[lazymix]}
+ADDR=$((ADDR))
 assert_eq "before: no PMD-mapped bytes" "$(wl_pmd_bytes lazymix)" 0
 # Block 0 and a quarter of block 3: 2560 kB, a few pages less while the
 # kernel's per-CPU lazy-free batch has not been drained yet.

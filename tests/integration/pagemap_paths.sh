@@ -55,17 +55,17 @@ per_process()
 # The workloads hold still (only their access bits move), so a lazy-free
 # page the kernel drains into its lazy-free state between the two runs is
 # the only thing that could differ; the dry runs discard nothing.
-run scan HC_FORCE_PAGEMAP_READ=0
-run read HC_FORCE_PAGEMAP_READ=1
+run ioctl HC_FORCE_PAGEMAP_READ=0
+run pread HC_FORCE_PAGEMAP_READ=1
 # PAGEMAP_SCAN is _IOWR('f', 16, struct pm_scan_arg): 0xc0606610.
-assert_ge "default run uses PAGEMAP_SCAN (beyond the probe at start)" "$(grep -c 0xc0606610 "$HC_TMP/scan.strace")" 2
-assert_eq "forced run makes no PAGEMAP_SCAN call" "$(grep -c 0xc0606610 "$HC_TMP/read.strace")" 0
-assert_eq "same results in total" "$(jq -c '.results' "$HC_TMP/read.json")" "$(jq -c '.results' "$HC_TMP/scan.json")"
-assert_eq "same results and candidates per process" "$(per_process "$HC_TMP/read.json")" \
-	"$(per_process "$HC_TMP/scan.json")"
-assert_ge "processes compared" "$(jq '.processes | length' "$HC_TMP/scan.json")" "${#ROLES[@]}"
-assert_ge "some candidates found" "$(jq '.results.candidate // 0' "$HC_TMP/scan.json")" 1
-assert_ge "some blocks PMD-mapped" "$(jq '.results.pmd_mapped // 0' "$HC_TMP/scan.json")" 1
+assert_ge "default run uses PAGEMAP_SCAN (beyond the probe at start)" "$(grep -c 0xc0606610 "$HC_TMP/ioctl.strace")" 2
+assert_eq "forced run makes no PAGEMAP_SCAN call" "$(grep -c 0xc0606610 "$HC_TMP/pread.strace")" 0
+assert_eq "same results in total" "$(jq -c '.results' "$HC_TMP/pread.json")" "$(jq -c '.results' "$HC_TMP/ioctl.json")"
+assert_eq "same results and candidates per process" "$(per_process "$HC_TMP/pread.json")" \
+	"$(per_process "$HC_TMP/ioctl.json")"
+assert_ge "processes compared" "$(jq '.processes | length' "$HC_TMP/ioctl.json")" "${#ROLES[@]}"
+assert_ge "some candidates found" "$(jq '.results.candidate // 0' "$HC_TMP/ioctl.json")" 1
+assert_ge "some blocks PMD-mapped" "$(jq '.results.pmd_mapped // 0' "$HC_TMP/ioctl.json")" 1
 
 for r in "${ROLES[@]}"; do
 	stop_workload "$r"

@@ -122,13 +122,11 @@ static double median(struct row *row, int rounds)
 	return row->ms[rounds / 2];
 }
 
-static void print_row(const char *mem, const char *path, enum shortcuts sc, struct row *row, int rounds,
-		      double ref_ms)
+static void print_row(const char *mem, const char *path, enum shortcuts sc, struct row *row, int rounds, double ref_ms)
 {
 	double med = median(row, rounds);
 	printf("| %s | %s, %s | %.3f | %.3f..%.3f | %llu | %llu | %llu | %.1f |\n", mem, path, shortcut_names[sc], med,
-	       row->ms[0],
-	       row->ms[rounds - 1], (unsigned long long)row->per_scan.scan_ioctls,
+	       row->ms[0], row->ms[rounds - 1], (unsigned long long)row->per_scan.scan_ioctls,
 	       (unsigned long long)row->per_scan.pagemap_preads, (unsigned long long)row->per_scan.kpageflags_preads,
 	       ref_ms > 0 ? med / ref_ms : 1.0);
 }
@@ -181,7 +179,8 @@ static int variant(size_t mb, bool thp, int rounds)
 			print_row(mem, "PAGEMAP_SCAN", (enum shortcuts)sc, &scan[sc], rounds, ref);
 			print_row(mem, "pread (HC_FORCE_PAGEMAP_READ=1)", (enum shortcuts)sc, &rd[sc], rounds, ref);
 		}
-		print_row(mem, "pread (HC_FORCE_PAGEMAP_READ=1)", NONE, &rd[NONE], slow, median(&scan[RSS_ONLY], rounds));
+		print_row(mem, "pread (HC_FORCE_PAGEMAP_READ=1)", NONE, &rd[NONE], slow,
+			  median(&scan[RSS_ONLY], rounds));
 	}
 	if (dirfd >= 0)
 		close(dirfd);

@@ -559,7 +559,9 @@ static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma
 			err = 0; /* unknowable: stays ALL_CLEAN, so skipped */
 		else if (!err)
 			verdict = lazyfree_vma_verdict(v->lazyfree_kb / (PAGE_SZ / 1024), kpf_pages);
-		if (!err && verdict == LAZYFREE_MIXED && s->probe_fn && s->pid > 0 && !s->swap_configured())
+		/* MADV_PAGEOUT of a file VMA would drop page cache: anonymous only
+		 * (MADV_FREE works nowhere else anyway). */
+		if (!err && verdict == LAZYFREE_MIXED && x->anon && s->probe_fn && s->pid > 0 && !s->swap_configured())
 			err = probe_pending(s, x);
 		else if (!err && verdict == LAZYFREE_ALL_REDIRTIED)
 			for (size_t i = 0; i < s->nheld; i++)
@@ -658,10 +660,8 @@ enum pagemap_mode pagemap_mode_from_env(void)
 
 int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
 {
-	*s = (struct range_scanner){.pagemap_fd = -1,
-				    .kpageflags_fd = -1,
-				    .scan_ioctl = sys_pagemap_scan,
-				    .swap_configured = swap_configured};
+	*s = (struct range_scanner){
+	    .pagemap_fd = -1, .kpageflags_fd = -1, .scan_ioctl = sys_pagemap_scan, .swap_configured = swap_configured};
 	s->regions = calloc(REGIONS_CAP, sizeof(*s->regions));
 	s->pm = calloc((size_t)PM_CHUNK_BLOCKS * HPAGE_PAGES, sizeof(*s->pm));
 	s->kpf = calloc(HPAGE_PAGES, sizeof(*s->kpf));

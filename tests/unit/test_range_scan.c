@@ -582,21 +582,16 @@ static void test_lazy_all_redirtied(void **state)
 	munmap(p, HPAGE_SIZE);
 }
 
-#define BOTH_PATHS(t) cmocka_unit_test(t)
 int main(void)
 {
+	/* Each runs on both paths: see main() below. */
 	const struct CMUnitTest tests[] = {
-	    BOTH_PATHS(test_four_blocks),
-	    BOTH_PATHS(test_empty_vma_not_read),
-	    BOTH_PATHS(test_lazyfree),
-	    BOTH_PATHS(test_lazyfree_unknowable),
-	    BOTH_PATHS(test_zero_pages),
-	    BOTH_PATHS(test_shared_after_fork),
-	    BOTH_PATHS(test_dead_process),
-	    BOTH_PATHS(test_pmd_mapped_vma),
-	    BOTH_PATHS(test_lazy_mix_no_probe),
-	    BOTH_PATHS(test_lazy_mix_probe),
-	    BOTH_PATHS(test_lazy_all_redirtied),
+	    cmocka_unit_test(test_four_blocks),        cmocka_unit_test(test_empty_vma_not_read),
+	    cmocka_unit_test(test_lazyfree),           cmocka_unit_test(test_lazyfree_unknowable),
+	    cmocka_unit_test(test_zero_pages),         cmocka_unit_test(test_shared_after_fork),
+	    cmocka_unit_test(test_dead_process),       cmocka_unit_test(test_pmd_mapped_vma),
+	    cmocka_unit_test(test_lazy_mix_no_probe),  cmocka_unit_test(test_lazy_mix_probe),
+	    cmocka_unit_test(test_lazy_all_redirtied),
 	};
 	int failed = cmocka_run_group_tests_name("pagemap_scan", tests, setup_scan, teardown);
 	failed += cmocka_run_group_tests_name("pagemap_read", tests, setup_read, teardown);

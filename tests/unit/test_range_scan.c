@@ -562,6 +562,42 @@ static void test_lazy_mix_probe(void **state)
 	munmap(p, 4 * HPAGE_SIZE);
 }
 
+static ssize_t failing_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	(void)pidfd, (void)iov, (void)flags;
+	assert_int_equal(advice, MADV_PAGEOUT);
+	probe_calls++;
+	probe_iovs += vlen;
+	errno = EINVAL; /* a kernel without MADV_PAGEOUT in process_madvise */
+	return -1;
+}
+
+/* The probe fails (or does nothing): what kpageflags says afterwards still
+ * decides, so the lazy-free blocks stay out and nothing changed. */
+static void test_lazy_mix_probe_fails(void **state)
+{
+	struct fixture *f = *state;
+	char *p = lazy_mix();
+	enum scan_result r[4];
+	struct seen seen;
+
+	f->s.swap_configured = fake_swap;
+	fake_swap_on = false;
+	range_scanner_set_probe(&f->s, failing_madvise);
+	probe_calls = 0;
+	probe_iovs = 0;
+	scan_mix(f, p, r, &seen);
+	f->s.swap_configured = swap_configured;
+	range_scanner_set_probe(&f->s, NULL);
+	assert_int_equal(probe_calls, 1);
+	assert_int_equal(probe_iovs, 3);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.addr[0], (uintptr_t)p + 2 * HPAGE_SIZE);
+	for (int b = 0; b < 4; b++)
+		assert_int_equal(r[b], SCAN_CANDIDATE); /* nothing discarded */
+	munmap(p, 4 * HPAGE_SIZE);
+}
+
 /* Every lazy-free page written again: smaps LazyFree is 0 while kpageflags
  * still says lazy-free, so the block is collapsed without a probe. */
 static void test_lazy_all_redirtied(void **state)
@@ -584,13 +620,19 @@ static void test_lazy_all_redirtied(void **state)
 
 int main(void)
 {
-	/* Each runs on both paths: see main() below. */
+	/* Each runs twice: once per path, in the two groups below. */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_four_blocks),        cmocka_unit_test(test_empty_vma_not_read),
-	    cmocka_unit_test(test_lazyfree),           cmocka_unit_test(test_lazyfree_unknowable),
-	    cmocka_unit_test(test_zero_pages),         cmocka_unit_test(test_shared_after_fork),
-	    cmocka_unit_test(test_dead_process),       cmocka_unit_test(test_pmd_mapped_vma),
-	    cmocka_unit_test(test_lazy_mix_no_probe),  cmocka_unit_test(test_lazy_mix_probe),
+	    cmocka_unit_test(test_four_blocks),
+	    cmocka_unit_test(test_empty_vma_not_read),
+	    cmocka_unit_test(test_lazyfree),
+	    cmocka_unit_test(test_lazyfree_unknowable),
+	    cmocka_unit_test(test_zero_pages),
+	    cmocka_unit_test(test_shared_after_fork),
+	    cmocka_unit_test(test_dead_process),
+	    cmocka_unit_test(test_pmd_mapped_vma),
+	    cmocka_unit_test(test_lazy_mix_no_probe),
+	    cmocka_unit_test(test_lazy_mix_probe),
+	    cmocka_unit_test(test_lazy_mix_probe_fails),
 	    cmocka_unit_test(test_lazy_all_redirtied),
 	};
 	int failed = cmocka_run_group_tests_name("pagemap_scan", tests, setup_scan, teardown);

@@ -56,7 +56,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	}
 	e->enumerate = enumerate_procs;
 	e->enumerate_ctx = e->procs;
-	r = range_scanner_init(&e->scanner);
+	r = range_scanner_init(&e->scanner, pagemap_mode_from_env());
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
@@ -211,6 +211,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		return r;
 	now = e->sample_time;
 	e->scanner.stats = (struct range_scan_stats){0};
+	/* The lazy-free probe changes memory: never in a dry run. */
+	range_scanner_set_probe(&e->scanner, o->dry_run ? NULL : e->madvise_fn);
 	/* A pass that runs out of time stops scanning where it is and the next
 	 * one starts there, so no process waits behind the others for ever. */
 	size_t first = 0;

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "grow.h"
+#include "lazyfree.h"
 #include "vma_eligibility.h"
 
 /* struct pm_scan_arg from include/uapi/linux/fs.h, for older headers. */
@@ -170,10 +172,20 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-static int read_block_pagemap(struct range_scanner *s, uint64_t addr)
+/* npages pagemap entries from addr into buf. */
+static int read_pagemap(struct range_scanner *s, uint64_t *buf, uint64_t addr, size_t npages)
 {
 	s->stats.pagemap_preads++;
-	return pread_all(s->pagemap_fd, s->pm, HPAGE_PAGES * sizeof(uint64_t), addr / PAGE_SZ * sizeof(uint64_t));
+	return pread_all(s->pagemap_fd, buf, npages * sizeof(uint64_t), addr / PAGE_SZ * sizeof(uint64_t));
+}
+
+/* 0 while the attached mm lives, -ESRCH once it is gone: pagemap's read of
+ * a dead mm returns 0 bytes on every kernel (measured on 6.18: ~1.5 us). */
+static int mm_alive(struct range_scanner *s, uint64_t addr)
+{
+	uint64_t e;
+
+	return read_pagemap(s, &e, addr, 1);
 }
 
 static bool kpf_usable(const struct range_scanner *s)
@@ -186,61 +198,60 @@ static bool kpf_usable(const struct range_scanner *s)
  * does): the flags that matter here are per folio, so one 8-byte read
  * stands for all 512. Reading them all costs ~23 us per block on 6.18 (a
  * plain pagemap read ~3.5 us). Returns false if this is not such a block. */
-static bool read_one_thp_kpageflags(struct range_scanner *s)
+static bool read_one_thp_kpageflags(struct range_scanner *s, const uint64_t *pm, uint64_t *kpf)
 {
 	const uint64_t thp_head = (UINT64_C(1) << KPF_THP) | (UINT64_C(1) << KPF_COMPOUND_HEAD);
-	uint64_t pfn = s->pm[0] & PM_PFN_MASK;
+	uint64_t pfn = pm[0] & PM_PFN_MASK;
 
-	if (!(s->pm[0] & PM_PRESENT) || pfn == 0 || pfn % HPAGE_PAGES)
+	if (!(pm[0] & PM_PRESENT) || pfn == 0 || pfn % HPAGE_PAGES)
 		return false;
 	for (unsigned i = 1; i < HPAGE_PAGES; i++)
-		if (!(s->pm[i] & PM_PRESENT) || (s->pm[i] & PM_PFN_MASK) != pfn + i)
+		if (!(pm[i] & PM_PRESENT) || (pm[i] & PM_PFN_MASK) != pfn + i)
 			return false;
 	s->stats.kpageflags_preads++;
-	if (pread(s->kpageflags_fd, &s->kpf[0], sizeof(uint64_t), (off_t)(pfn * sizeof(uint64_t))) !=
-		sizeof(uint64_t) ||
-	    (s->kpf[0] & thp_head) != thp_head)
+	if (pread(s->kpageflags_fd, &kpf[0], sizeof(uint64_t), (off_t)(pfn * sizeof(uint64_t))) != sizeof(uint64_t) ||
+	    (kpf[0] & thp_head) != thp_head)
 		return false;
 	for (unsigned i = 1; i < HPAGE_PAGES; i++)
-		s->kpf[i] = s->kpf[0] & ~(UINT64_C(1) << KPF_COMPOUND_HEAD);
+		kpf[i] = kpf[0] & ~(UINT64_C(1) << KPF_COMPOUND_HEAD);
 	return true;
 }
 
-/* Fills s->kpf for the present entries of s->pm, one pread per run of
- * contiguous PFNs. A lone PFN seen before (the zero page, mostly) is not
- * read twice. Returns false when flags cannot be had. */
-static bool read_block_kpageflags(struct range_scanner *s)
+/* Fills kpf[0..n) for the present entries of pm[0..n) (n <= HPAGE_PAGES),
+ * one pread per run of contiguous PFNs. A lone PFN seen before (the zero
+ * page, mostly) is not read twice. Returns false when flags cannot be had. */
+static bool read_kpageflags(struct range_scanner *s, const uint64_t *pm, uint64_t *kpf, size_t n)
 {
 	uint64_t cached_pfn = 0, cached_flags = 0;
 
-	memset(s->kpf, 0, HPAGE_PAGES * sizeof(uint64_t));
-	if (read_one_thp_kpageflags(s))
+	memset(kpf, 0, n * sizeof(uint64_t));
+	if (n == HPAGE_PAGES && read_one_thp_kpageflags(s, pm, kpf))
 		return true;
-	for (unsigned i = 0; i < HPAGE_PAGES;) {
-		if (!(s->pm[i] & PM_PRESENT)) {
+	for (size_t i = 0; i < n;) {
+		if (!(pm[i] & PM_PRESENT)) {
 			i++;
 			continue;
 		}
-		uint64_t pfn = s->pm[i] & PM_PFN_MASK;
+		uint64_t pfn = pm[i] & PM_PFN_MASK;
 		if (pfn == 0)
 			return false; /* PFNs hidden after all */
-		unsigned j = i + 1;
-		while (j < HPAGE_PAGES && (s->pm[j] & PM_PRESENT) && (s->pm[j] & PM_PFN_MASK) == pfn + (j - i))
+		size_t j = i + 1;
+		while (j < n && (pm[j] & PM_PRESENT) && (pm[j] & PM_PFN_MASK) == pfn + (j - i))
 			j++;
 		if (j - i == 1 && pfn == cached_pfn) {
-			s->kpf[i] = cached_flags;
+			kpf[i] = cached_flags;
 		} else {
 			s->stats.kpageflags_preads++;
-			ssize_t n;
+			ssize_t got;
 			do {
-				n = pread(s->kpageflags_fd, &s->kpf[i], (j - i) * sizeof(uint64_t),
-					  (off_t)(pfn * sizeof(uint64_t)));
-			} while (n < 0 && errno == EINTR);
-			if (n < 0)
+				got = pread(s->kpageflags_fd, &kpf[i], (j - i) * sizeof(uint64_t),
+					    (off_t)(pfn * sizeof(uint64_t)));
+			} while (got < 0 && errno == EINTR);
+			if (got < 0)
 				return false;
 			/* Past the last PFN reads short; the tail stays 0. */
 			cached_pfn = pfn + (j - i) - 1;
-			cached_flags = s->kpf[j - 1];
+			cached_flags = kpf[j - 1];
 		}
 		i = j;
 	}
@@ -260,11 +271,11 @@ static int deep_check(struct range_scanner *s, uint64_t addr, bool anon, bool ch
 		*r = SCAN_PAGE_LAZYFREE; /* only lazy-free asked, and unknowable */
 		return 0;
 	}
-	int err = read_block_pagemap(s, addr);
+	int err = read_pagemap(s, s->pm, addr, HPAGE_PAGES);
 	if (err)
 		return err;
 	if (check_lazyfree && kpf_usable(s))
-		kpf_ok = read_block_kpageflags(s);
+		kpf_ok = read_kpageflags(s, s->pm, s->kpf, HPAGE_PAGES);
 	block_counts_from_pagemap(s->pm, kpf_ok ? s->kpf : NULL, &d);
 	/* Zero-page entries are present but never exclusive; without kpageflags
 	 * they hide among the shared ones, and the scan told how many. */
@@ -276,39 +287,93 @@ static int deep_check(struct range_scanner *s, uint64_t addr, bool anon, bool ch
 	return 0;
 }
 
-/* Fallback: plain pagemap, plus kpageflags for zero pages, THPs and
- * lazy-free when PFNs are visible. Blocks already short of pages skip
- * kpageflags: telling zero pages apart only adds to their none count. */
-static int pagemap_block(struct range_scanner *s, uint64_t addr, bool anon, bool check_lazyfree,
-			 const struct collapse_limits *lim, struct block_counts *c, enum scan_result *r)
+/* Whether some present entry is not exclusively mapped: the zero page (and
+ * shared pages) look like that, and only kpageflags tells which. */
+static bool any_present_shared(const uint64_t *pm)
 {
-	int err = read_block_pagemap(s, addr);
-	if (err)
-		return err;
-	block_counts_from_pagemap(s->pm, NULL, c);
+	for (unsigned i = 0; i < HPAGE_PAGES; i++)
+		if ((pm[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) == PM_PRESENT)
+			return true;
+	return false;
+}
+
+/* The read path's decision for one block from its 512 entries, plus
+ * kpageflags for zero pages, THPs and lazy-free when PFNs are visible.
+ * Blocks already short of pages skip kpageflags: telling zero pages apart
+ * only adds to their none count. So does a block of exclusive pages where
+ * lazy-free is not asked: no zero page can hide there, and a THP shows by
+ * its PFNs, so one 8-byte read (or none) settles it; reading the flags of
+ * 512 scattered pages would cost ~90 preads. */
+static void pagemap_block(struct range_scanner *s, const uint64_t *pm, bool anon, bool check_lazyfree,
+			  const struct collapse_limits *lim, struct block_counts *c, enum scan_result *r)
+{
+	bool kpf_ok = false;
+
+	block_counts_from_pagemap(pm, NULL, c);
 	*r = classify_block(c, anon, lim);
-	if (*r == SCAN_NO_PTE_TABLE || *r == SCAN_EXCEED_NONE_PTE)
-		return 0;
-	bool kpf_ok = kpf_usable(s) && read_block_kpageflags(s);
+	if (*r == SCAN_NO_PTE_TABLE || *r == SCAN_EXCEED_NONE_PTE || !kpf_usable(s))
+		goto out;
+	if (!check_lazyfree && !any_present_shared(pm)) {
+		memset(s->kpf, 0, HPAGE_PAGES * sizeof(uint64_t));
+		kpf_ok = read_one_thp_kpageflags(s, pm, s->kpf);
+		if (!kpf_ok)
+			return; /* exclusive small pages: the counts are exact */
+	} else {
+		kpf_ok = read_kpageflags(s, pm, s->kpf, HPAGE_PAGES);
+	}
 	if (kpf_ok) {
-		block_counts_from_pagemap(s->pm, s->kpf, c);
+		block_counts_from_pagemap(pm, s->kpf, c);
+		/* As on the PAGEMAP_SCAN path: lazy-free counts only where smaps
+		 * says some page is clean lazy-free. Elsewhere kpageflags'
+		 * lazy-free pages were all written again. */
+		if (!check_lazyfree)
+			c->lazyfree = 0;
 		*r = classify_block(c, anon, lim);
 	}
+out:
 	if (*r == SCAN_CANDIDATE && check_lazyfree && !kpf_ok)
 		*r = SCAN_PAGE_LAZYFREE;
-	return 0;
 }
 
 /* What a VMA's scan needs while the walk hands it blocks. */
 struct vma_scan {
 	struct range_scanner *s;
 	bool anon, deep, check_lazyfree;
+	bool hold; /* hold candidates until the lazy-free verdict */
 	const struct collapse_limits *lim;
 	uint64_t *results;
 	candidate_fn on_candidate;
 	void *ctx;
+	size_t pending; /* held blocks that are candidates but for lazy-free pages */
 	int err;
 };
+
+static void count_result(struct vma_scan *x, uint64_t addr, const struct block_counts *c, enum scan_result r)
+{
+	x->results[r]++;
+	if (r == SCAN_CANDIDATE && x->on_candidate)
+		x->on_candidate(x->ctx, addr, c);
+}
+
+/* One decided block: counted now, or held (candidates, and blocks kept out
+ * only by lazy-free pages, which classify_block checks last) until the
+ * VMA's lazy-free verdict is known. */
+static void emit(struct vma_scan *x, uint64_t addr, const struct block_counts *c, enum scan_result r)
+{
+	struct range_scanner *s = x->s;
+	bool pending = r == SCAN_PAGE_LAZYFREE && c->lazyfree > 0;
+
+	if (!x->hold || (r != SCAN_CANDIDATE && !pending)) {
+		count_result(x, addr, c, r);
+		return;
+	}
+	if (GROW(s->held, s->capheld, s->nheld + 1) < 0) {
+		x->err = -ENOMEM;
+		return;
+	}
+	s->held[s->nheld++] = (struct held_block){.addr = addr, .c = *c, .result = (uint8_t)r};
+	x->pending += pending;
+}
 
 /* Classifies n blocks with equal counts; only candidates are looked at one
  * by one (the deep check, and the callback). */
@@ -327,16 +392,20 @@ static void classify_blocks(void *opaque, uint64_t addr, size_t n, const struct 
 		r = SCAN_CANDIDATE;
 		if (x->deep && (x->err = deep_check(x->s, addr, x->anon, x->check_lazyfree, x->lim, &c, &r)))
 			return;
-		x->results[r]++;
-		if (r == SCAN_CANDIDATE && x->on_candidate)
-			x->on_candidate(x->ctx, addr, &c);
+		emit(x, addr, &c, r);
 	}
+}
+
+int sys_pagemap_scan(int fd, void *arg)
+{
+	return ioctl(fd, HC_PAGEMAP_SCAN, arg);
 }
 
 /* Walks the blocks with PAGEMAP_SCAN; holes are never returned. */
 static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nblocks, struct vma_scan *x)
 {
 	uint64_t start = first, end = first + nblocks * HPAGE_SIZE;
+	size_t found = 0;
 	struct region_walk w;
 
 	region_walk_init(&w, first, nblocks, classify_blocks, x);
@@ -354,19 +423,153 @@ static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nbloc
 
 		do {
 			s->stats.scan_ioctls++;
-			n = ioctl(s->pagemap_fd, HC_PAGEMAP_SCAN, &arg);
+			n = s->scan_ioctl(s->pagemap_fd, &arg);
 		} while (n < 0 && errno == EINTR);
 		if (n < 0)
 			return -errno;
+		found += (size_t)n;
 		region_walk_feed(&w, s->regions, (size_t)n);
 		/* The walk stops early only when vec is full. */
 		if (arg.walk_end <= start)
 			return -EIO;
 		start = arg.walk_end;
 	}
+	/* The caller skips VMAs without Rss or Swap, so nothing at all here
+	 * is either a VMA emptied since smaps, or a dead mm on a kernel whose
+	 * PAGEMAP_SCAN walks it as empty. Telling them apart costs one read. */
+	if (!x->err && found == 0)
+		x->err = mm_alive(s, first);
 	if (!x->err)
 		region_walk_finish(&w);
 	return x->err;
+}
+
+/* The pre-6.7 path: pagemap in chunks of PM_CHUNK_BLOCKS blocks, one pread
+ * each, into the scanner's buffer. */
+static int scan_with_pread(struct range_scanner *s, uint64_t first, size_t nblocks, struct vma_scan *x)
+{
+	for (size_t i = 0; i < nblocks && !x->err;) {
+		size_t n = nblocks - i < PM_CHUNK_BLOCKS ? nblocks - i : PM_CHUNK_BLOCKS;
+		uint64_t addr = first + i * HPAGE_SIZE;
+		int err = read_pagemap(s, s->pm, addr, n * HPAGE_PAGES);
+
+		if (err)
+			return err;
+		for (size_t j = 0; j < n && !x->err; j++) {
+			struct block_counts c;
+			enum scan_result r;
+
+			pagemap_block(s, s->pm + j * HPAGE_PAGES, x->anon, x->check_lazyfree, x->lim, &c, &r);
+			emit(x, addr + j * HPAGE_SIZE, &c, r);
+		}
+		i += n;
+	}
+	return x->err;
+}
+
+/* Pages of [start, end) that kpageflags reads lazy-free. -ENODATA when
+ * kpageflags fails. Costs a pagemap read of the range in chunks, plus the
+ * kpageflags of its present pages. */
+static int count_lazyfree_pages(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t *out)
+{
+	const uint64_t lazy = UINT64_C(1) << KPF_ANON, mask = lazy | (UINT64_C(1) << KPF_SWAPBACKED);
+
+	*out = 0;
+	s->stats.lazyfree_counts++;
+	for (uint64_t a = start; a < end;) {
+		size_t npages = (end - a) / PAGE_SZ;
+
+		if (npages > PM_CHUNK_BLOCKS * HPAGE_PAGES)
+			npages = PM_CHUNK_BLOCKS * HPAGE_PAGES;
+		int err = read_pagemap(s, s->pm, a, npages);
+		if (err)
+			return err;
+		for (size_t i = 0; i < npages; i += HPAGE_PAGES) {
+			size_t k = npages - i < HPAGE_PAGES ? npages - i : HPAGE_PAGES;
+
+			if (!read_kpageflags(s, s->pm + i, s->kpf, k))
+				return -ENODATA;
+			for (size_t j = 0; j < k; j++)
+				if ((s->pm[i + j] & PM_PRESENT) && (s->kpf[j] & mask) == lazy)
+					(*out)++;
+		}
+		a += npages * PAGE_SZ;
+	}
+	return 0;
+}
+
+/* The MADV_PAGEOUT probe of the pending held blocks (lazyfree.h), then a
+ * fresh look at each: only pages still lazy-free afterwards keep a block
+ * out, so whatever the probe did or could not do, the decision stays on the
+ * safe side. */
+static int probe_pending(struct range_scanner *s, struct vma_scan *x)
+{
+	enum { BATCH = 64 };
+	struct iovec iov[BATCH];
+	size_t n = 0;
+	int pidfd = pidfd_open_pid(s->pid);
+
+	if (pidfd < 0)
+		return errno == ESRCH ? -ESRCH : 0;
+	/* The pidfd is of the process we scanned only if that one still lives
+	 * now: a PID is not reused while its owner lives. */
+	int err = mm_alive(s, s->held[0].addr);
+	for (size_t i = 0; i < s->nheld && !err; i++) {
+		if (s->held[i].result != SCAN_PAGE_LAZYFREE)
+			continue;
+		iov[n++] = (struct iovec){.iov_base = (void *)(uintptr_t)s->held[i].addr, .iov_len = HPAGE_SIZE};
+		if (n == BATCH) {
+			s->stats.probe_calls++;
+			(void)s->probe_fn(pidfd, iov, n, MADV_PAGEOUT, 0); /* what it did is read back below */
+			n = 0;
+		}
+	}
+	if (n) {
+		s->stats.probe_calls++;
+		(void)s->probe_fn(pidfd, iov, n, MADV_PAGEOUT, 0);
+	}
+	close(pidfd);
+	for (size_t i = 0; i < s->nheld && !err; i++) {
+		struct held_block *h = &s->held[i];
+
+		if (h->result != SCAN_PAGE_LAZYFREE)
+			continue;
+		s->stats.probed_blocks++;
+		err = read_pagemap(s, s->pm, h->addr, HPAGE_PAGES);
+		if (!err && read_kpageflags(s, s->pm, s->kpf, HPAGE_PAGES)) {
+			block_counts_from_pagemap(s->pm, s->kpf, &h->c);
+			h->result = (uint8_t)classify_block(&h->c, x->anon, x->lim);
+		}
+	}
+	return err;
+}
+
+/* Decides the held blocks' lazy-free pages for the whole VMA, then hands
+ * every held block over in address order. */
+static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma_scan *x)
+{
+	enum lazyfree_verdict verdict = LAZYFREE_ALL_CLEAN;
+	int err = 0;
+
+	if (x->pending) {
+		uint64_t kpf_pages;
+
+		err = count_lazyfree_pages(s, v->start, v->end, &kpf_pages);
+		if (err == -ENODATA)
+			err = 0; /* unknowable: stays ALL_CLEAN, so skipped */
+		else if (!err)
+			verdict = lazyfree_vma_verdict(v->lazyfree_kb / (PAGE_SZ / 1024), kpf_pages);
+		/* MADV_PAGEOUT of a file VMA would drop page cache: anonymous only
+		 * (MADV_FREE works nowhere else anyway). */
+		if (!err && verdict == LAZYFREE_MIXED && x->anon && s->probe_fn && s->pid > 0 && !s->swap_configured())
+			err = probe_pending(s, x);
+		else if (!err && verdict == LAZYFREE_ALL_REDIRTIED)
+			for (size_t i = 0; i < s->nheld; i++)
+				s->held[i].result = SCAN_CANDIDATE; /* lazy-free pages were all that kept them out */
+	}
+	for (size_t i = 0; i < s->nheld && !err; i++)
+		count_result(x, s->held[i].addr, &s->held[i].c, (enum scan_result)s->held[i].result);
+	return err;
 }
 
 int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazyfree, const struct collapse_limits *lim,
@@ -378,6 +581,7 @@ int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazy
 	    .anon = anon,
 	    .deep = (anon && lim->max_ptes_shared < HPAGE_PAGES) || check_lazyfree,
 	    .check_lazyfree = check_lazyfree,
+	    .hold = check_lazyfree && kpf_usable(s),
 	    .lim = lim,
 	    .results = results,
 	    .on_candidate = on_candidate,
@@ -391,20 +595,35 @@ int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazy
 	vma_blocks(v, &b);
 	if (b.whole == 0)
 		return 0;
-	if (s->use_scan_ioctl)
-		return scan_with_ioctl(s, b.first, b.whole, &x);
-	for (size_t i = 0; i < b.whole; i++) {
-		uint64_t addr = b.first + i * HPAGE_SIZE;
-		struct block_counts c;
-		enum scan_result r;
-
-		if ((err = pagemap_block(s, addr, anon, check_lazyfree, lim, &c, &r)))
-			return err;
-		results[r]++;
-		if (r == SCAN_CANDIDATE && on_candidate)
-			on_candidate(ctx, addr, &c);
+	/* Nothing resident or swapped: no page table can say otherwise. This
+	 * is what keeps a 1 TiB PROT_NONE reservation free on the read path. */
+	if (v->rss_kb == 0 && v->swap_kb == 0) {
+		s->stats.vmas_skipped++;
+		results[SCAN_NO_PTE_TABLE] += b.whole;
+		return 0;
 	}
-	return 0;
+	/* All resident memory PMD-mapped (AnonHugePages counts PMD mappings
+	 * only, and they are always whole aligned blocks): nothing to collapse,
+	 * and nothing to read. An 8 GiB heap of THPs costs no syscall. */
+	if (anon && v->swap_kb == 0 && v->anon_huge_kb == v->rss_kb) {
+		uint64_t pmds = v->anon_huge_kb / (HPAGE_SIZE / 1024);
+
+		if (pmds > b.whole)
+			pmds = b.whole;
+		s->stats.vmas_skipped++;
+		results[SCAN_PMD_MAPPED] += pmds;
+		results[SCAN_NO_PTE_TABLE] += b.whole - pmds;
+		return 0;
+	}
+	s->nheld = 0;
+	if (s->use_scan_ioctl)
+		err = scan_with_ioctl(s, b.first, b.whole, &x);
+	else
+		err = scan_with_pread(s, b.first, b.whole, &x);
+	if (!err && x.hold)
+		err = resolve_held(s, v, &x);
+	s->nheld = 0;
+	return err;
 }
 
 /* PFNs show only with CAP_SYS_ADMIN: look at one touched page of our own. */
@@ -432,11 +651,19 @@ static bool probe_scan_ioctl(int pagemap_fd, const volatile char *page, struct h
 	return n == 1 && (vec[0].categories & HC_PAGE_IS_PRESENT);
 }
 
-int range_scanner_init(struct range_scanner *s)
+enum pagemap_mode pagemap_mode_from_env(void)
 {
-	*s = (struct range_scanner){.pagemap_fd = -1, .kpageflags_fd = -1};
+	const char *v = getenv("HC_FORCE_PAGEMAP_READ");
+
+	return v && !strcmp(v, "1") ? PAGEMAP_READ : PAGEMAP_AUTO;
+}
+
+int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
+{
+	*s = (struct range_scanner){
+	    .pagemap_fd = -1, .kpageflags_fd = -1, .scan_ioctl = sys_pagemap_scan, .swap_configured = swap_configured};
 	s->regions = calloc(REGIONS_CAP, sizeof(*s->regions));
-	s->pm = calloc(HPAGE_PAGES, sizeof(*s->pm));
+	s->pm = calloc((size_t)PM_CHUNK_BLOCKS * HPAGE_PAGES, sizeof(*s->pm));
 	s->kpf = calloc(HPAGE_PAGES, sizeof(*s->kpf));
 	if (!s->regions || !s->pm || !s->kpf) {
 		range_scanner_free(s);
@@ -459,7 +686,7 @@ int range_scanner_init(struct range_scanner *s)
 	}
 	page[0] = 1;
 	s->have_pfns = probe_pfns(fd, page);
-	s->use_scan_ioctl = probe_scan_ioctl(fd, page, s->regions);
+	s->use_scan_ioctl = mode == PAGEMAP_AUTO && probe_scan_ioctl(fd, page, s->regions);
 	munmap((void *)page, PAGE_SZ);
 	close(fd);
 	s->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
@@ -475,16 +702,21 @@ void range_scanner_free(struct range_scanner *s)
 	free(s->regions);
 	free(s->pm);
 	free(s->kpf);
+	free(s->held);
 	s->regions = NULL;
 	s->pm = s->kpf = NULL;
-	s->regions_cap = 0;
+	s->held = NULL;
+	s->regions_cap = s->nheld = s->capheld = 0;
 }
 
-int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd)
+int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd, pid_t pid)
 {
 	range_scanner_detach(s);
 	s->pagemap_fd = openat(proc_pid_dirfd, "pagemap", O_RDONLY | O_CLOEXEC);
-	return s->pagemap_fd < 0 ? -errno : 0;
+	if (s->pagemap_fd < 0)
+		return -errno;
+	s->pid = pid;
+	return 0;
 }
 
 void range_scanner_detach(struct range_scanner *s)
@@ -492,4 +724,10 @@ void range_scanner_detach(struct range_scanner *s)
 	if (s->pagemap_fd >= 0)
 		close(s->pagemap_fd);
 	s->pagemap_fd = -1;
+	s->pid = 0;
+}
+
+void range_scanner_set_probe(struct range_scanner *s, process_madvise_fn fn)
+{
+	s->probe_fn = fn;
 }

@@ -7,15 +7,37 @@
  * candidates are looked at page by page: a pread of their 512 pagemap entries
  * gives the exclusive bit (for max_ptes_shared) and PFNs, and kpageflags
  * gives lazy-free only where the VMA reports LazyFree > 0, with contiguous
- * PFNs merged into one pread. Older kernels fall back to pread of pagemap for
- * the whole VMA. */
+ * PFNs merged into one pread.
+ *
+ * Older kernels (and HC_FORCE_PAGEMAP_READ=1) read pagemap instead, in
+ * chunks of PM_CHUNK_BLOCKS blocks per pread into a buffer the scanner owns.
+ * On both paths a VMA whose smaps shows neither Rss nor Swap is not read at
+ * all (a 1 TiB PROT_NONE reservation costs nothing), nor is an anonymous
+ * one whose Rss is all AnonHugePages (PMD-mapped: nothing to collapse).
+ *
+ * A process that dies during the scan is reported as -ESRCH, never as an
+ * empty scan: some kernels' PAGEMAP_SCAN on a dead mm reports no regions
+ * rather than an error (6.18 here answers ESRCH), so a walk that found
+ * nothing in a VMA that smaps said holds memory asks pagemap, whose read of
+ * a dead mm returns 0 bytes.
+ *
+ * Lazy-free (see lazyfree.h): a block that would be a candidate but for
+ * lazy-free pages is decided per VMA, from smaps LazyFree against the VMA's
+ * kpageflags count, and in a VMA holding both kinds, on a machine with no
+ * swap and when the caller allows it, by the MADV_PAGEOUT probe. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include "block_classify.h"
+#include "collapse.h"
 #include "smaps_scan.h"
+
+/* Blocks per pagemap pread on the read path: 32 x 4 KiB = 128 KiB. */
+#define PM_CHUNK_BLOCKS 32u
 
 /* PAGEMAP_SCAN uapi (include/uapi/linux/fs.h), absent from older headers. */
 struct hc_page_region {
@@ -62,6 +84,33 @@ struct range_scan_stats {
 	uint64_t scan_ioctls; /* PAGEMAP_SCAN calls */
 	uint64_t pagemap_preads;
 	uint64_t kpageflags_preads;
+	uint64_t vmas_skipped;    /* no Rss and no Swap, or all PMD-mapped: not read */
+	uint64_t lazyfree_counts; /* whole-VMA kpageflags counts */
+	uint64_t probe_calls;     /* process_madvise(MADV_PAGEOUT) calls */
+	uint64_t probed_blocks;
+};
+
+/* Which page-table reader to use. */
+enum pagemap_mode {
+	PAGEMAP_AUTO, /* PAGEMAP_SCAN where the kernel has it */
+	PAGEMAP_READ, /* always the pre-6.7 pread path (tests, bench) */
+};
+
+/* PAGEMAP_READ when the environment has HC_FORCE_PAGEMAP_READ=1, else
+ * PAGEMAP_AUTO. The daemon passes this to range_scanner_init(). */
+enum pagemap_mode pagemap_mode_from_env(void);
+
+/* ioctl(fd, PAGEMAP_SCAN, arg), injectable for tests. */
+typedef int (*pagemap_scan_fn)(int fd, void *arg);
+int sys_pagemap_scan(int fd, void *arg);
+
+/* A candidate (or a block that would be one but for lazy-free pages) held
+ * back until its VMA's lazy-free verdict is known, so that the caller still
+ * sees candidates in address order. */
+struct held_block {
+	uint64_t addr;
+	struct block_counts c;
+	uint8_t result; /* enum scan_result */
 };
 
 struct range_scanner {
@@ -73,27 +122,48 @@ struct range_scanner {
 	/* Buffers reused across VMAs and processes. */
 	struct hc_page_region *regions;
 	size_t regions_cap;
-	uint64_t *pm;  /* HPAGE_PAGES pagemap entries */
+	uint64_t *pm;  /* PM_CHUNK_BLOCKS * HPAGE_PAGES pagemap entries */
 	uint64_t *kpf; /* HPAGE_PAGES kpageflags */
+	struct held_block *held;
+	size_t nheld, capheld;
+	/* Injectable: the ioctl, and whether swap is configured. */
+	pagemap_scan_fn scan_ioctl;
+	bool (*swap_configured)(void);
+	/* The lazy-free probe: the attached process and process_madvise(2);
+	 * probe_fn NULL (the default, and --dry-run) never probes. */
+	pid_t pid;
+	process_madvise_fn probe_fn;
 };
 
-/* Once per daemon: probes PAGEMAP_SCAN and PFN visibility, opens kpageflags.
- * Returns 0 or -errno. */
-int range_scanner_init(struct range_scanner *s);
+/* Once per daemon: probes PAGEMAP_SCAN (unless mode is PAGEMAP_READ) and PFN
+ * visibility, opens kpageflags. Returns 0 or -errno. */
+int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode);
 void range_scanner_free(struct range_scanner *s);
 
-/* Per process: opens pagemap relative to the /proc/PID dirfd. */
-int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd);
+/* Per process: opens pagemap relative to the /proc/PID dirfd; pid is that
+ * process's PID, used only by the lazy-free probe (0: no probe). */
+int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd, pid_t pid);
 void range_scanner_detach(struct range_scanner *s);
 
-/* Called for each CANDIDATE block. */
+/* Allows the MADV_PAGEOUT probe through fn (NULL forbids it: a dry run must
+ * change nothing). It runs only where no swap is configured. Kept across
+ * attach/detach. */
+void range_scanner_set_probe(struct range_scanner *s, process_madvise_fn fn);
+
+/* Called for each CANDIDATE block, in address order. */
 typedef void (*candidate_fn)(void *ctx, uint64_t addr, const struct block_counts *c);
 
 /* Classifies each whole 2 MiB block inside v (the caller has already decided
  * that the VMA as a whole is eligible and not cold) and adds one to
  * results[r] per block. check_lazyfree: read kpageflags for candidate blocks
- * (the VMA has LazyFree > 0); if kpageflags is unreadable such blocks are
- * counted SCAN_PAGE_LAZYFREE, never collapsed blindly. Returns 0 or -errno
- * (-ESRCH when the process is gone). */
+ * (the VMA has LazyFree > 0; v->lazyfree_kb is the smaps count); blocks with
+ * lazy-free pages are then decided as lazyfree.h describes, and where that
+ * cannot be known they are counted SCAN_PAGE_LAZYFREE, never collapsed
+ * blindly (also when kpageflags is unreadable). Unread, from smaps alone: a
+ * VMA with rss_kb and swap_kb both 0 counts all its blocks
+ * SCAN_NO_PTE_TABLE; an anonymous one with no swap and anon_huge_kb ==
+ * rss_kb counts anon_huge_kb / 2 MiB blocks SCAN_PMD_MAPPED and the rest
+ * SCAN_NO_PTE_TABLE. Returns 0
+ * or -errno (-ESRCH when the process is gone, on both paths). */
 int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazyfree, const struct collapse_limits *lim,
 		   uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate, void *ctx);

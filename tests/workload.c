@@ -18,6 +18,11 @@
  *                    then on (becomes the lazyfree role); prints "freed"
  *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
+ * The lazymix role lays its blocks out in groups of four, all in one VMA
+ * that is faulted in as 4 KiB pages and then MADV_HUGEPAGE'd: block 4k is
+ * MADV_FREE'd and only read (clean lazy-free), 4k+1 is MADV_FREE'd and
+ * written again in full, 4k+2 is never freed, and 4k+3 is MADV_FREE'd and
+ * three quarters of it written again; written pages stay written (hot).
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,10 +46,10 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN };
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, LAZYMIX };
 
-static const char *const role_names[] = {"hot",   "cold",   "lazyfree", "sparse", "huge",
-					 "shmem", "nohuge", "thpoff",   "idle",   "churn"};
+static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",   "shmem",
+					 "nohuge", "thpoff", "idle",     "churn",  "lazymix"};
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
@@ -155,6 +160,28 @@ static void fill(enum role r, char *buf, size_t len)
 			fill_page(buf, p);
 }
 
+#define PAGES_PER_BLOCK (HPAGE_SZ / PAGE_SZ)
+
+/* lazymix: whether the page was MADV_FREE'd and never written again. */
+static bool page_clean_lazyfree(enum role r, size_t page)
+{
+	size_t kind = page / PAGES_PER_BLOCK % 4, in = page % PAGES_PER_BLOCK;
+
+	return r == LAZYMIX && (kind == 0 || (kind == 3 && in >= PAGES_PER_BLOCK * 3 / 4));
+}
+
+/* lazymix: MADV_FREE blocks 4k, 4k+1 and 4k+3, then write 4k+1 and three
+ * quarters of 4k+3 again (the same pattern: only the dirty bit changes). */
+static void lazymix(char *buf, size_t len)
+{
+	for (size_t b = 0; b < len / HPAGE_SZ; b++)
+		if (b % 4 != 2 && madvise(buf + b * HPAGE_SZ, HPAGE_SZ, MADV_FREE))
+			die("madvise(MADV_FREE)");
+	for (size_t p = 0; p < len / PAGE_SZ; p++)
+		if (p / PAGES_PER_BLOCK % 4 != 2 && !page_clean_lazyfree(LAZYMIX, p))
+			fill_page(buf, p);
+}
+
 /* Byte offset of the page's first wrong word, or -1. */
 static long page_mismatch(const char *buf, size_t page)
 {
@@ -185,7 +212,7 @@ static long verify(enum role r, const char *buf, size_t len)
 		if (!page_touched(r, p))
 			continue;
 		long off = page_mismatch(buf, p);
-		if (off >= 0 && !(r == LAZYFREE && page_all_zero(buf, p)))
+		if (off >= 0 && !((r == LAZYFREE || page_clean_lazyfree(r, p)) && page_all_zero(buf, p)))
 			return off;
 	}
 	return -1;
@@ -219,7 +246,7 @@ static void access_round(enum role r, char *buf, size_t len)
 		if (!page_touched(r, p))
 			continue;
 		volatile uint64_t *w = (volatile uint64_t *)(buf + p * PAGE_SZ);
-		if (r != LAZYFREE && r != SPARSE)
+		if (r != LAZYFREE && r != SPARSE && !page_clean_lazyfree(r, p))
 			w[0] = pattern_word(p * WORDS_PER_PG);
 		sum += w[WORDS_PER_PG / 2];
 	}
@@ -271,8 +298,9 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn "
-			"--mb N [--hot-interval-ms MS]\n");
+	fprintf(stderr,
+		"usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|lazymix "
+		"--mb N [--hot-interval-ms MS]\n");
 	exit(2);
 }
 
@@ -346,10 +374,17 @@ int main(int argc, char **argv)
 	/* Flags go on before the first touch so the faults already obey them. */
 	if (r == HUGE && madvise(buf, len, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE)");
-	if (r == NOHUGE && madvise(buf, len, MADV_NOHUGEPAGE))
+	if ((r == NOHUGE || r == LAZYMIX) && madvise(buf, len, MADV_NOHUGEPAGE))
 		die("madvise(MADV_NOHUGEPAGE)");
 	fill(r, buf, len);
 	check_small_pages(r, buf, len);
+	/* 4 KiB pages now; eligible from here on (even where only
+	 * MADV_HUGEPAGE'd anonymous memory is collapsed). */
+	if (r == LAZYMIX) {
+		lazymix(buf, len);
+		if (madvise(buf, len, MADV_HUGEPAGE))
+			die("madvise(MADV_HUGEPAGE)");
+	}
 	if (r == COLD && madvise(buf, len, MADV_COLD))
 		die("madvise(MADV_COLD)");
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))

@@ -92,3 +92,14 @@ uint64_t parse_vmflags(const char *s, size_t len);
  * so a steady-state pass does no allocation. Returns 0 or -errno
  * (-ESRCH/-ENOENT when the process is gone). */
 int read_smaps(int proc_pid_dirfd, char **buf, size_t *bufcap, struct vma_list *out);
+
+/* What a reader keeps between processes. One process with 65k VMAs needs an
+ * ~85 MiB smaps buffer and an ~8 MiB VMA list; keeping them for ever costs
+ * every other pass that memory. */
+#define SMAPS_KEEP_BYTES ((size_t)4 << 20)
+
+/* Frees buf (and the VMA list's arrays, contents and all) when
+ * they hold more than keep bytes, so the next read grows them again from
+ * small; hands freed heap pages back to the kernel. Returns the bytes
+ * freed. Call it once a process is done with them. */
+size_t smaps_trim(char **buf, size_t *bufcap, struct vma_list *vmas, size_t keep);

@@ -74,7 +74,9 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		s->nblocks = 0;
 		return;
 	}
-	ok = collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
+	const struct collapse_io io = {
+	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx};
+	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
@@ -98,6 +100,11 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			/* Refused while its VMA stays the same (rescan.c). */
 			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
 			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
+			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
+			break;
+		case COLLAPSE_UNMAPPED:
+			/* Unmapped since the scan: a stale candidate of this
+			 * process only; nobody else waits for it. */
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EAGAIN:

@@ -5,7 +5,9 @@
  * the order of its best block. The outcomes update its memos: collapsed and
  * refused (EINVAL) blocks are dropped, EINVAL ones remembered as refused,
  * EAGAIN/EBUSY counted (EAGAIN retried once at the end of the pass), ENOMEM
- * starts the back-off (e->backoff_until) and EPERM stops the pass.
+ * starts the back-off (e->backoff_until) and EPERM stops the pass. An
+ * ENOMEM while the kernel's allocation failure count did not move is an
+ * unmapped block (COLLAPSE_UNMAPPED): dropped, and nothing stops.
  * recheck_selected() first rescans the selected processes not scanned in
  * this pass, since cold or freed memory leaves no trace in the sample. */
 #pragma once

@@ -26,6 +26,11 @@ double monotonic_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int read_alloc_failed(void *ctx, uint64_t *count)
+{
+	return vmstat_read_alloc_failed(ctx, count);
+}
+
 static int enumerate_procs(void *ctx, struct proc_table *out)
 {
 	return procs_sample(ctx, out);
@@ -39,6 +44,11 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->cfg = cfg;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->madvise_fn = sys_process_madvise;
+	/* Without it every ENOMEM backs off, as before (collapse.h). */
+	if (vmstat_reader_open(&e->vmstat) < 0)
+		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
+	e->alloc_failed = read_alloc_failed;
+	e->alloc_failed_ctx = &e->vmstat;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
 	e->proc_root = proc_root();
@@ -46,12 +56,15 @@ int engine_init(struct engine *e, const struct config *cfg)
 	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
 	r = budget_configure(&e->budget, NULL, cfg);
-	if (r < 0)
+	if (r < 0) {
+		vmstat_reader_close(&e->vmstat);
 		return r;
+	}
 	e->procs = procs_open();
 	if (!e->procs) {
 		r = -errno;
 		budget_free(&e->budget);
+		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
 	e->enumerate = enumerate_procs;
@@ -61,6 +74,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		procs_close(e->procs);
 		e->procs = NULL;
 		budget_free(&e->budget);
+		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
 	r = fault_doorbell_open(&e->doorbell);
@@ -88,9 +102,11 @@ void engine_free(struct engine *e)
 	proc_table_free(&e->sample);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
+	vmstat_reader_close(&e->vmstat);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
+	e->vmstat.fd = -1; /* fd 0 is not ours: a second free must not close it */
 }
 
 /* Policies point into the config: a new config means looking them up again.

@@ -30,6 +30,7 @@
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "vmstat.h"
 
 struct pass_stats {
 	uint64_t results[SCAN_NR_RESULTS];       /* blocks classified by this pass's scans */
@@ -114,7 +115,13 @@ struct engine {
 	struct pass_stats last;                               /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
-	double (*now)(void);           /* monotonic seconds; injectable */
+	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
+	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by
+	 * default; injectable. */
+	alloc_failed_fn alloc_failed;
+	void *alloc_failed_ctx;
+	struct vmstat_reader vmstat;
+	double (*now)(void); /* monotonic seconds; injectable */
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced

@@ -157,7 +157,21 @@ static struct fake {
 	size_t n;
 	unsigned calls;
 	int default_err; /* for addresses not scripted */
+	/* The injected thp_collapse_alloc_failed: each ENOMEM answer moves it
+	 * when enomem_is_alloc_failure (no huge page), not otherwise (the
+	 * range was unmapped). */
+	bool enomem_is_alloc_failure;
+	uint64_t alloc_failed;
+	unsigned alloc_failed_reads;
 } fk;
+
+static int fake_alloc_failed(void *ctx, uint64_t *count)
+{
+	assert_ptr_equal(ctx, &fk);
+	fk.alloc_failed_reads++;
+	*count = fk.alloc_failed;
+	return 0;
+}
 
 static double fake_time;
 
@@ -206,6 +220,8 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 			return (ssize_t)done;
 		fk.attempts[s]++;
 		if (fk.err[s]) {
+			if (fk.err[s] == ENOMEM && fk.enomem_is_alloc_failure)
+				fk.alloc_failed++;
 			errno = fk.err[s];
 			return -1;
 		}
@@ -268,6 +284,8 @@ static int setup(void **state)
 	f->cfg.alloc_backoff_ms = BACKOFF;
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
 	f->e.madvise_fn = fake_madvise;
+	f->e.alloc_failed = fake_alloc_failed;
+	f->e.alloc_failed_ctx = &fk;
 	f->e.now = fake_clock;
 	child_start(&f->ch);
 	f->o = (struct pass_options){.pids = &f->ch.pid, .npids = 1};
@@ -318,6 +336,7 @@ static void test_enomem_backs_off(void **state)
 	unsigned calls;
 
 	fk.default_err = ENOMEM;
+	fk.enomem_is_alloc_failure = true;
 	first_pass(f);
 	assert_false(f->ps.backing_off); /* not yet: this pass learned it */
 	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
@@ -344,6 +363,41 @@ static void test_enomem_backs_off(void **state)
 	assert_true(fk.calls > calls);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
 	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+}
+
+/* ENOMEM for blocks the process unmapped since the scan (the allocation
+ * failure count does not move): those blocks are dropped, the rest of the
+ * process's blocks are still collapsed, and nobody backs off. */
+static void test_enomem_unmapped_no_backoff(void **state)
+{
+	struct fixture *f = *state;
+
+	fk.enomem_is_alloc_failure = false;
+	if (f->busy)
+		first_pass(f); /* skips: there is no child to script */
+	script(block(f, 1), ENOMEM);
+	script(block(f, 2), ENOMEM);
+	first_pass(f);
+	assert_false(f->ps.backing_off);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_UNMAPPED], 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS - 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], 0);
+	assert_true(fk.alloc_failed_reads >= 2 * 2); /* before and after each ENOMEM call */
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		assert_int_equal(attempts(block(f, i)), 1);
+
+	/* The next pass is not backing off. */
+	pass_at(f, 1);
+	assert_false(f->ps.backing_off);
+	assert_true(f->e.backoff_until == 0);
+
+	/* The same answers, now with the count moving: a real shortage. */
+	fk.enomem_is_alloc_failure = true;
+	pass_at(f, f->cfg.full_rescan_s + 1.0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+	pass_at(f, f->cfg.full_rescan_s + 2.0);
+	assert_true(f->ps.backing_off);
 }
 
 /* eagain_retries: "how many times a block that failed with eagain is tried
@@ -627,6 +681,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),

@@ -1,7 +1,7 @@
 /* hc_workload: a process with one 2 MiB-aligned buffer in a known state, for
  * integration tests and benchmarks.
  *
- *   hc_workload --role ROLE --mb N [--hot-interval-ms MS]
+ *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise-huge]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
  * buffer in the state its role describes until SIGTERM/SIGINT. Every 64-bit
@@ -18,6 +18,11 @@
  *                    then on (becomes the lazyfree role); prints "freed"
  *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
+ * The churn role maps a new buffer every interval, fills it and unmaps the
+ * old one (what allocators do). --advise-huge gives each buffer
+ * MADV_HUGEPAGE once it is filled (as 4 KiB pages: a collapse candidate).
+ * The manyvmas role writes nothing and makes every other page of its
+ * buffer read-only: one VMA per page (--mb 250 is 64000 VMAs).
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,10 +46,10 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN };
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, MANYVMAS };
 
-static const char *const role_names[] = {"hot",   "cold",   "lazyfree", "sparse", "huge",
-					 "shmem", "nohuge", "thpoff",   "idle",   "churn"};
+static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",    "shmem",
+					 "nohuge", "thpoff", "idle",     "churn",  "manyvmas"};
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
@@ -145,6 +150,8 @@ static void fill_page(char *buf, size_t page)
 
 static bool page_touched(enum role r, size_t page)
 {
+	if (r == MANYVMAS)
+		return false;
 	return r != SPARSE || page % SPARSE_STRIDE == 0;
 }
 
@@ -272,7 +279,7 @@ static void sleep_ms(unsigned ms)
 static void usage(void)
 {
 	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn "
-			"--mb N [--hot-interval-ms MS]\n");
+			"--mb N [--hot-interval-ms MS] [--advise-huge]\n");
 	exit(2);
 }
 
@@ -320,12 +327,15 @@ int main(int argc, char **argv)
 	enum role r = HOT;
 	bool have_role = false;
 	unsigned long mb = 0, interval_ms = 50;
+	bool advise_huge = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--role") && i + 1 < argc) {
 			r = parse_role(argv[++i]);
 			have_role = true;
 		} else if (!strcmp(argv[i], "--mb")) {
 			mb = parse_num(argv[++i]);
+		} else if (!strcmp(argv[i], "--advise-huge")) {
+			advise_huge = true;
 		} else if (!strcmp(argv[i], "--hot-interval-ms")) {
 			interval_ms = parse_num(argv[++i]);
 		} else {
@@ -350,6 +360,11 @@ int main(int argc, char **argv)
 		die("madvise(MADV_NOHUGEPAGE)");
 	fill(r, buf, len);
 	check_small_pages(r, buf, len);
+	if (advise_huge && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_SZ; p += 2)
+		if (mprotect(buf + p * PAGE_SZ, PAGE_SZ, PROT_READ))
+			die("mprotect (vm.max_map_count?)");
 	if (r == COLD && madvise(buf, len, MADV_COLD))
 		die("madvise(MADV_COLD)");
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))
@@ -390,9 +405,11 @@ int main(int argc, char **argv)
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);
 			fill(r, next, len);
+			if (advise_huge && madvise(next, len, MADV_HUGEPAGE))
+				die("madvise(MADV_HUGEPAGE)");
 			munmap(buf, len);
 			buf = next;
-		} else if (r != COLD && r != IDLE) {
+		} else if (r != COLD && r != IDLE && r != MANYVMAS) {
 			access_round(r, buf, len);
 		}
 		sleep_ms((unsigned)interval_ms);

@@ -246,6 +246,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		rescan_visit(e, &e->st[i], o, ps, now, false);
 		if (e->st[i].policy && !e->st[i].policy->enable)
 			ps->procs_disabled++;
+		if (e->st[i].cgroup_unknown)
+			ps->procs_cgroup_unknown++;
 	}
 	ps->pagemap_ops = e->scanner.stats.scan_ioctls + e->scanner.stats.pagemap_preads;
 	r = build_candidates(e, o, ps, now);

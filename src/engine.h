@@ -37,11 +37,12 @@ struct pass_stats {
 	uint64_t outcomes[COLLAPSE_NR_OUTCOMES]; /* collapse attempts */
 	uint64_t collapsed_bytes;
 	double scan_s, collapse_s;
-	unsigned procs_total;     /* processes sampled (after --pid filter) */
-	unsigned procs_scanned;   /* smaps + pagemap read */
-	unsigned procs_unchanged; /* skipped at O(1) */
-	unsigned procs_disabled;  /* policy enable = no */
-	unsigned procs_active;    /* active within idle_after_s */
+	unsigned procs_total;          /* processes sampled (after --pid filter) */
+	unsigned procs_scanned;        /* smaps + pagemap read */
+	unsigned procs_unchanged;      /* skipped at O(1) */
+	unsigned procs_disabled;       /* policy enable = no */
+	unsigned procs_cgroup_unknown; /* cgroup unreadable: not collapsed */
+	unsigned procs_active;         /* active within idle_after_s */
 	uint64_t smaps_reads, pagemap_ops;
 	uint64_t stale_dropped; /* remembered blocks a rescan before collapse
 				 * no longer found candidates (cold, freed...) */

@@ -152,6 +152,36 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 		close(fd);
 }
 
+int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
+{
+	char cg[PATH_MAX];
+	int r = read_proc_cgroup(dirfd, cg, sizeof(cg));
+
+	if (r == 0 && (!s->cgroup || strcmp(cg, s->cgroup))) {
+		free(s->cgroup);
+		s->cgroup = strdup(cg);
+		if (!s->cgroup)
+			r = -ENOMEM;
+	}
+	if (r < 0) {
+		if (!s->cgroup_unknown)
+			log_proc(LOG_WARNING, s->pid, "?", "cgroup_unknown",
+				 "pid %d (%s): cannot read its cgroup (%s): not collapsing it", (int)s->pid,
+				 s->prev.comm, strerror(-r));
+		s->cgroup_unknown = true;
+		free(s->cgroup);
+		s->cgroup = NULL;
+		s->policy = NULL;
+		return r;
+	}
+	if (s->cgroup_unknown)
+		log_proc(LOG_INFO, s->pid, s->cgroup, NULL, "pid %d (%s): its cgroup reads %s again", (int)s->pid,
+			 s->prev.comm, s->cgroup);
+	s->cgroup_unknown = false;
+	s->policy = config_policy_for(e->cfg, s->cgroup);
+	return 0;
+}
+
 void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 		  double now, bool force)
 {
@@ -161,11 +191,11 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
-	char path[PATH_MAX], cg[PATH_MAX];
+	char path[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
+	if (!changed && !due && !sample_due && !force && !o->unlimited && (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
 		return;
 	}
@@ -177,15 +207,9 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	 * check that it is still the one with our start time. */
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
 		goto out;
-	if (!s->cgroup || !s->policy || due) {
-		r = read_proc_cgroup(dirfd, cg, sizeof(cg));
-		if (r < 0)
-			snprintf(cg, sizeof(cg), "/");
-		if (!s->cgroup || strcmp(cg, s->cgroup)) {
-			free(s->cgroup);
-			s->cgroup = strdup(cg);
-		}
-		s->policy = config_policy_for(cfg, s->cgroup ? s->cgroup : "/");
+	if ((!s->cgroup || !s->policy || due) && rescan_refresh_policy(e, s, dirfd) < 0) {
+		s->nblocks = 0;
+		goto remember; /* unknown: like a disabled one, until it changes */
 	}
 	if (!s->policy->enable) {
 		s->nblocks = 0;

@@ -226,6 +226,9 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	/* Read before smaps: an exec after this point shows as a mismatch. */
 	s->exec_id = now_stat.exec_id;
 	r = scan_process(e, s, dirfd, ps, now);
+	/* One process with tens of thousands of VMAs must not leave its
+	 * buffers to every later pass (an error midway included). */
+	smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
 	if (r == -EACCES || r == -EPERM) {
 		/* Capabilities were checked at start, so this process is
 		 * protected on its own (another user namespace, a sandbox):

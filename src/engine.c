@@ -232,7 +232,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	size_t first = 0;
 	while (first < e->nst && e->st[first].pid < e->resume_pid)
 		first++;
+	e->pass_start = t0;
+	e->scan_from_pid = e->resume_pid;
+	e->scan_from_addr = e->resume_addr;
 	e->resume_pid = 0;
+	e->resume_addr = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
 
@@ -244,6 +248,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		}
 		ps->procs_total++;
 		rescan_visit(e, &e->st[i], o, ps, now, false);
+		if (e->resume_pid) /* out of time inside that process */
+			break;
 		if (e->st[i].policy && !e->st[i].policy->enable)
 			ps->procs_disabled++;
 		if (e->st[i].cgroup_unknown)

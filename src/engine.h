@@ -58,11 +58,14 @@ struct pass_options {
 	size_t npids;    /* 0: every process */
 	bool allow_idle; /* daemon: skip the pass when no fault happened
 			  * anywhere and nothing is pending (fault_doorbell) */
-	/* Asked between processes; true abandons the rest of the pass (the
-	 * daemon: SIGTERM is pending). NULL: never. */
+	/* Asked between processes and between the VMAs of one process; true
+	 * abandons the rest of the pass (the daemon: SIGTERM is pending).
+	 * NULL: never. */
 	bool (*interrupted)(void);
-	double max_seconds; /* stop collapsing this long after the pass began
-			     * (0: no limit); the rest waits for the next pass */
+	double max_seconds; /* stop scanning and collapsing this long after the
+			     * pass began (0: no limit), checked between VMAs,
+			     * so one VMA's scan at most overruns it; the rest
+			     * waits for the next pass, which resumes there */
 };
 
 /* Bytes collapsed per cgroup, for metrics. */
@@ -111,9 +114,15 @@ struct engine {
 	double last_full_pass;                                /* monotonic seconds */
 	size_t pending;                                       /* candidate blocks remembered after the last pass */
 	pid_t resume_pid;                                     /* a pass ran out of time: the next scans from here */
-	uint64_t passes_idle;                                 /* passes skipped by the doorbell */
-	struct pass_stats total;                              /* since start */
-	struct pass_stats last;                               /* the last pass */
+	uint64_t resume_addr; /* … and from this VMA of it (0: its start), if it ran out inside one process */
+	/* This pass's start (e->now) and where its scan resumes (from the
+	 * last pass's resume_pid/resume_addr). */
+	double pass_start;
+	pid_t scan_from_pid;
+	uint64_t scan_from_addr;
+	uint64_t passes_idle;    /* passes skipped by the doorbell */
+	struct pass_stats total; /* since start */
+	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped

@@ -47,8 +47,28 @@ struct child {
  * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes),
  * 'P' maps 8 MiB more with MADV_POPULATE_WRITE (filled without a fault),
  * 'r' makes the last block read-only (splits the buffer's VMA: no counter
- * moves);
- * any other, like 'p', is only answered. */
+ * moves),
+ * 'v' maps SEPARATE_VMAS more filled blocks, each its own VMA (PROT_NONE
+ * blocks between them); any other, like 'p', is only answered. */
+#define SEPARATE_VMAS 8
+
+static int map_separate(void)
+{
+	size_t len = (2 * SEPARATE_VMAS + 1) * (size_t)BLOCK;
+	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (raw == MAP_FAILED)
+		return -1;
+	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	for (size_t k = 0; k < SEPARATE_VMAS; k++) {
+		for (size_t off = 0; off < BLOCK; off += PAGE)
+			p[2 * k * BLOCK + off] = 1;
+		if (mprotect(p + (2 * k + 1) * BLOCK, BLOCK, PROT_NONE))
+			return -1;
+	}
+	return 0;
+}
+
 static int populate_more(void)
 {
 	size_t len = 8u << 20;
@@ -95,6 +115,8 @@ static void child_main(int cmd, int ack)
 		else if (c == 'P' && populate_more() < 0)
 			_exit(2);
 		else if (c == 'r' && mprotect(buf + len - BLOCK, BLOCK, PROT_READ))
+			_exit(2);
+		else if (c == 'v' && map_separate() < 0)
 			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
@@ -177,6 +199,23 @@ static double fake_time;
 
 static double fake_clock(void)
 {
+	return fake_time;
+}
+
+/* A clock that moves only with the scan's work: WORK_COST seconds per
+ * page-table operation (about one per candidate VMA). */
+#define WORK_COST 0.01
+static const struct engine *work_engine;
+static uint64_t work_ops;
+
+static double work_clock(void)
+{
+	uint64_t ops = work_engine->scanner.stats.scan_ioctls + work_engine->scanner.stats.pagemap_preads;
+
+	if (ops < work_ops) /* the engine zeroes its stats at each pass */
+		work_ops = 0;
+	fake_time += (double)(ops - work_ops) * WORK_COST;
+	work_ops = ops;
 	return fake_time;
 }
 
@@ -398,6 +437,45 @@ static void test_enomem_unmapped_no_backoff(void **state)
 	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
 	pass_at(f, f->cfg.full_rescan_s + 2.0);
 	assert_true(f->ps.backing_off);
+}
+
+/* max_seconds is checked between the VMAs of one process, not only between
+ * processes: a pass stops at most one VMA's scan past it, and the next pass
+ * goes on from that VMA until the whole process has been seen once. */
+static void test_deadline_inside_one_process(void **state)
+{
+	struct fixture *f = *state;
+	const struct proc_state *s;
+	unsigned passes = 0, stopped = 0;
+
+	first_pass(f);
+	child_do(&f->ch, 'v');
+	work_engine = &f->e;
+	work_ops = 0;
+	f->e.now = work_clock;
+	f->o.dry_run = true;
+	f->o.max_seconds = 3.5 * WORK_COST;
+	do {
+		assert_int_equal(engine_pass(&f->e, &f->o, &f->ps), 0);
+		passes++;
+		stopped += f->e.resume_pid != 0;
+		if (f->e.resume_pid)
+			assert_int_equal(f->e.resume_pid, f->ch.pid);
+		/* At most one VMA's scan past the limit: the largest VMA here
+		 * (the child's buffer) takes up to one operation per block. */
+		if (f->ps.scan_s > f->o.max_seconds + (NBLOCKS + 1) * WORK_COST)
+			fail_msg("pass %u: scanned for %.3f s, max_seconds %.3f", passes, f->ps.scan_s,
+				 f->o.max_seconds);
+	} while (f->e.resume_pid && passes < 100);
+	assert_int_equal(f->e.resume_pid, 0);
+	assert_true(stopped >= 2); /* 9 candidate VMAs at 3-4 per pass */
+	s = engine_find(&f->e, f->ch.pid);
+	assert_non_null(s);
+	/* Every block once, in order: what the stopped passes kept and what
+	 * the resumed ones found add up. */
+	assert_int_equal(s->nblocks, NBLOCKS + SEPARATE_VMAS);
+	for (size_t i = 1; i < s->nblocks; i++)
+		assert_true(s->blocks[i - 1].addr < s->blocks[i].addr);
 }
 
 /* eagain_retries: "how many times a block that failed with eagain is tried
@@ -682,6 +760,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline_inside_one_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),

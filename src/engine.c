@@ -80,6 +80,11 @@ int engine_init(struct engine *e, const struct config *cfg)
 	r = fault_doorbell_open(&e->doorbell);
 	if (r < 0)
 		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
+	else
+		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
+			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
+	e->doorbell_opened = e->now();
+	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
 	return 0;
 }
 
@@ -190,6 +195,25 @@ out:
 	return r;
 }
 
+/* A CPU that came online since the events were opened has none (a pass
+ * that is not idle looks; about 10 us), and one that went offline and came
+ * back between two looks has a silent one: those are opened again at least
+ * every full_rescan_s, the bound on what the doorbell may miss anyway. */
+static void refresh_doorbell(struct engine *e, double now)
+{
+	int r = fault_doorbell_refresh(&e->doorbell, now - e->doorbell_opened >= e->cfg->full_rescan_s);
+
+	if (r == 0)
+		return;
+	e->doorbell_opened = now;
+	if (r < 0)
+		log_info("page-fault doorbell lost (perf events: %s): every pass samples every process", strerror(-r));
+	else if (strcmp(e->doorbell.online, e->doorbell_logged))
+		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
+			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
+	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
+}
+
 /* Nothing can have become a candidate if no process faulted since the last
  * full pass, no memory was mapped without faults, nothing is left over from
  * it, and no full rescan is due (which catches the changes that come
@@ -271,6 +295,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	for (size_t i = 0; i < e->nst; i++)
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
 			e->pending += e->st[i].nblocks;
+	refresh_doorbell(e, now);
 	/* Armed after our own work, so the pass's own faults do not count. */
 	fault_doorbell_arm(&e->doorbell);
 	mapped_watch_note(&e->mapped, e->now());

@@ -109,6 +109,8 @@ struct engine {
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
+	double doorbell_opened;                               /* monotonic seconds (e->now) of its last (re)open */
+	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
 	struct mapped_watch mapped;                           /* memory populated without faults */
 	double last_full_pass;                                /* monotonic seconds */

@@ -34,10 +34,8 @@ DEEP_BASE=
 deep_remove()
 {
 	[[ -n $DEEP_BASE && -d $DEEP_BASE ]] || return 0
-	local i pid
-	for pid in "${WL_PID[deep]:-}"; do
-		[[ -n $pid ]] && echo "$pid" >"$HC_CG_ROOT/cgroup.procs" 2>/dev/null
-	done
+	local i pid=${WL_PID[deep]:-}
+	[[ -n $pid ]] && echo "$pid" >"$HC_CG_ROOT/cgroup.procs" 2>/dev/null
 	(
 		cd "$DEEP_BASE" || exit 1
 		for ((i = 0; i < DEPTH; i++)); do
@@ -57,7 +55,7 @@ mkdir "$DEEP_BASE" || exit 1
 made=$(
 	cd "$DEEP_BASE" || exit 1
 	for ((i = 0; i < DEPTH; i++)); do
-		mkdir "$LONG" && cd "$LONG" || break
+		if ! mkdir "$LONG" || ! cd "$LONG"; then break; fi
 	done
 	echo "$i"
 )

@@ -11,11 +11,11 @@
  * more)". The process being collapsed may well have unmapped a block since
  * we scanned it (allocators do it all the time), and that must not pause
  * collapsing for everyone. The kernel's thp_collapse_alloc_failed count
- * moves only for the first, so it is read around the call. The count is
- * global; as this daemon makes one call at a time, a move during our call
- * is ours or khugepaged's (or another MADV_COLLAPSE caller's): a shortage
- * either way. A call that failed outright attempted exactly one block, the
- * first, so the attribution to a block is exact. */
+ * moves only for the first, so it is read before a batch and after each
+ * ENOMEM. The count is global; as this daemon makes one call at a time, a
+ * move is ours or khugepaged's (or another MADV_COLLAPSE caller's): a
+ * shortage either way. A call that failed outright attempted exactly one
+ * block, the first, so the attribution to a block is exact. */
 #include "collapse.h"
 
 #include <errno.h>
@@ -99,13 +99,19 @@ static ssize_t submit(process_madvise_fn fn, int pidfd, const struct iovec *iov,
 	return r;
 }
 
-/* ENOMEM: unmapped if both reads worked and the count stayed put. */
-static enum collapse_outcome enomem_outcome(const struct collapse_io *io, int have_before, uint64_t before)
+/* ENOMEM: unmapped if both reads worked and the count stayed put. The
+ * count read after becomes the next "before" (*have_before says whether
+ * *before holds one). */
+static enum collapse_outcome enomem_outcome(const struct collapse_io *io, int *have_before, uint64_t *before)
 {
 	uint64_t after;
+	int had = *have_before;
 
-	if (!have_before || io->alloc_failed(io->ctx, &after) < 0 || after != before)
+	*have_before = io->alloc_failed(io->ctx, &after) == 0;
+	if (!had || !*have_before || after != *before) {
+		*before = after;
 		return COLLAPSE_ENOMEM;
+	}
 	return COLLAPSE_UNMAPPED;
 }
 
@@ -121,6 +127,12 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 	struct iovec iov[COLLAPSE_MAX_IOV];
 	size_t collapsed = 0;
 	size_t i = 0;
+	/* Read once for the whole batch (about 44 us: the kernel sums every
+	 * vmstat item over every CPU), then again only after an ENOMEM. A
+	 * move in between from someone else's collapse can only make us back
+	 * off needlessly, never miss a real failure of ours. */
+	uint64_t before = 0;
+	int have_before = io->alloc_failed && io->alloc_failed(io->ctx, &before) == 0;
 
 	for (size_t k = 0; k < n; k++)
 		out[k] = COLLAPSE_NOT_TRIED;
@@ -133,15 +145,13 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 			iov[k].iov_len = BLOCK_SIZE;
 		}
 
-		uint64_t before = 0;
-		int have_before = io->alloc_failed && io->alloc_failed(io->ctx, &before) == 0;
 		ssize_t r = submit(io->madvise, pidfd, iov, vlen);
 		if (r < 0) {
 			/* Nothing completed: block i failed with errno. */
 			int err = errno ? errno : EIO;
 			out[i] = collapse_outcome_from_errno(err);
 			if (out[i] == COLLAPSE_ENOMEM && io->alloc_failed)
-				out[i] = enomem_outcome(io, have_before, before);
+				out[i] = enomem_outcome(io, &have_before, &before);
 			if (stops_everything(out[i]))
 				return collapsed;
 			i++;

@@ -260,6 +260,7 @@ static void test_enomem_unmapped_is_per_block(void **state)
 	assert_int_equal(out[4], COLLAPSE_OK);
 	assert_int_equal(out[5], COLLAPSE_UNMAPPED);
 	assert_outcomes(6, 8, COLLAPSE_OK);
+	assert_int_equal(ctr.reads, 1 + 2); /* once per batch, then after each ENOMEM */
 }
 
 /* ENOMEM while the count moved: no huge page, stop everything. */

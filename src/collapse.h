@@ -22,13 +22,15 @@
 enum collapse_outcome {
 	COLLAPSE_OK,        /* now PMD-mapped */
 	COLLAPSE_EAGAIN,    /* transient: retry later */
-	COLLAPSE_ENOMEM,    /* no huge page: back off */
+	COLLAPSE_ENOMEM,    /* no huge page (the kernel's failure count moved): back off */
 	COLLAPSE_EBUSY,     /* memcg charge failed */
 	COLLAPSE_EINVAL,    /* ineligible: remember it */
 	COLLAPSE_ESRCH,     /* the process is gone */
 	COLLAPSE_EPERM,     /* EPERM/EACCES: missing capability */
 	COLLAPSE_OTHER,     /* any other errno */
 	COLLAPSE_NOT_TRIED, /* not reached: the batch stopped first */
+	COLLAPSE_UNMAPPED,  /* ENOMEM with no allocation failure: the range is
+			     * no longer mapped (a stale candidate) */
 	COLLAPSE_NR_OUTCOMES,
 };
 
@@ -40,11 +42,27 @@ enum collapse_outcome collapse_outcome_from_errno(int err);
 typedef ssize_t (*process_madvise_fn)(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
 ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
 
+/* Reads the kernel's count of failed huge page allocations for collapse
+ * (vmstat.h: thp_collapse_alloc_failed). Returns 0 or -errno. */
+typedef int (*alloc_failed_fn)(void *ctx, uint64_t *count);
+
+struct collapse_io {
+	process_madvise_fn madvise;
+	/* Read before each call and after an ENOMEM: ENOMEM while the count
+	 * did not move is COLLAPSE_UNMAPPED (that block only), ENOMEM while it
+	 * moved is COLLAPSE_ENOMEM. NULL, or a failed read: every ENOMEM is
+	 * COLLAPSE_ENOMEM (backing off needlessly is the safe mistake). */
+	alloc_failed_fn alloc_failed;
+	void *ctx;
+};
+
 /* Collapses the n 2 MiB-aligned blocks at addrs[] of the process behind
  * pidfd, writing one outcome per block into out[]. Stops early, leaving the
  * rest COLLAPSE_NOT_TRIED, after ENOMEM (no huge pages now), ESRCH (process
- * gone) or EPERM. Other failures are per block and do not stop the batch.
- * Returns the number of blocks collapsed. */
+ * gone) or EPERM. Other failures, COLLAPSE_UNMAPPED included, are per block
+ * and do not stop the batch. Returns the number of blocks collapsed. */
+size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const struct collapse_io *io, uint8_t *out);
+/* The same without an allocation failure count: every ENOMEM stops. */
 size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out);
 
 /* pidfd_open(2); -1 with errno on failure. */

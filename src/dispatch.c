@@ -14,29 +14,51 @@
 #include "log.h"
 #include "rescan.h"
 
+/* A process may have moved to another cgroup since its scan (up to
+ * full_rescan_s ago): read its cgroup again, through the dirfd that is open
+ * anyway, and let the policy it is under now decide. */
+static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirfd)
+{
+	const struct policy *before = s->policy;
+
+	if (rescan_refresh_policy(e, s, dirfd) < 0)
+		return false; /* logged there */
+	if (s->policy->enable)
+		return true;
+	if (s->policy != before)
+		log_proc(LOG_INFO, s->pid, s->cgroup, NULL,
+			 "pid %d (%s): now in %s, whose policy disables collapsing: skipping its blocks", (int)s->pid,
+			 s->prev.comm, s->cgroup);
+	return false;
+}
+
 /* Opens a pidfd for a process we sampled and proves it is the same one: the
  * PID cannot have been reused if, after pidfd_open(), /proc/PID/stat still
  * shows the start time we know; and it runs the image we scanned if the
  * exec fingerprint matches too (an execve() in between leaves the rest of
- * this pass's blocks to the next scan). */
-int open_verified_pidfd(const char *proc_root, const struct proc_state *s)
+ * this pass's blocks to the next scan). Then checks its policy again
+ * (-ECANCELED: it no longer allows collapsing). */
+int open_verified_pidfd(struct engine *e, struct proc_state *s)
 {
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
-	int pidfd, dirfd, ok;
+	int pidfd, dirfd, err = 0;
 
 	pidfd = pidfd_open_pid(s->pid);
 	if (pidfd < 0)
 		return -errno;
-	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)s->pid);
+	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ok = dirfd >= 0 && read_proc_stat(dirfd, &now_stat) == 0 && now_stat.start_ticks == s->start_ticks &&
-	     now_stat.exec_id == s->exec_id;
+	if (dirfd < 0 || read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
+	    now_stat.exec_id != s->exec_id)
+		err = -ESRCH;
+	else if (!policy_still_allows(e, s, dirfd))
+		err = -ECANCELED;
 	if (dirfd >= 0)
 		close(dirfd);
-	if (!ok) {
+	if (err) {
 		close(pidfd);
-		return -ESRCH;
+		return err;
 	}
 	return pidfd;
 }
@@ -66,15 +88,21 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			     bool collect_retry, double now)
 {
 	struct proc_state *s = &e->st[p];
-	int pidfd = open_verified_pidfd(e->proc_root, s);
+	int pidfd = open_verified_pidfd(e, s);
 	size_t ok;
 
+	if (pidfd == -ECANCELED) { /* moved under a policy that says no */
+		s->nblocks = 0;
+		return;
+	}
 	if (pidfd < 0) {
 		ps->outcomes[COLLAPSE_ESRCH] += n;
 		s->nblocks = 0;
 		return;
 	}
-	ok = collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
+	const struct collapse_io io = {
+	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx};
+	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
@@ -98,6 +126,11 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			/* Refused while its VMA stays the same (rescan.c). */
 			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
 			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
+			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
+			break;
+		case COLLAPSE_UNMAPPED:
+			/* Unmapped since the scan: a stale candidate of this
+			 * process only; nobody else waits for it. */
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EAGAIN:

@@ -2,10 +2,14 @@
  *
  * Each process's blocks go in one batched call through a pidfd proven to be
  * the process that was scanned (same start time and exec fingerprint), in
- * the order of its best block. The outcomes update its memos: collapsed and
+ * the order of its best block, after its cgroup was read again (a process
+ * moved under a policy that disables collapsing, or whose cgroup cannot be
+ * read, is skipped). The outcomes update its memos: collapsed and
  * refused (EINVAL) blocks are dropped, EINVAL ones remembered as refused,
  * EAGAIN/EBUSY counted (EAGAIN retried once at the end of the pass), ENOMEM
- * starts the back-off (e->backoff_until) and EPERM stops the pass.
+ * starts the back-off (e->backoff_until) and EPERM stops the pass. An
+ * ENOMEM while the kernel's allocation failure count did not move is an
+ * unmapped block (COLLAPSE_UNMAPPED): dropped, and nothing stops.
  * recheck_selected() first rescans the selected processes not scanned in
  * this pass, since cold or freed memory leaves no trace in the sample. */
 #pragma once
@@ -30,8 +34,10 @@ struct collapse_run {
 	bool stop; /* ENOMEM, EPERM or the deadline: no more this pass */
 };
 
-/* A pidfd for s, or -errno (-ESRCH: not the process that was scanned). */
-int open_verified_pidfd(const char *proc_root, const struct proc_state *s);
+/* A pidfd for s, or -errno (-ESRCH: not the process that was scanned;
+ * -ECANCELED: its cgroup, read again, is unknown or under a policy that
+ * disables collapsing; s->cgroup and s->policy are updated). */
+int open_verified_pidfd(struct engine *e, struct proc_state *s);
 
 /* Collapses sel[0..nsel) (consumed: marked used), process by process,
  * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. */

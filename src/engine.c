@@ -26,6 +26,11 @@ double monotonic_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int read_alloc_failed(void *ctx, uint64_t *count)
+{
+	return vmstat_read_alloc_failed(ctx, count);
+}
+
 static int enumerate_procs(void *ctx, struct proc_table *out)
 {
 	return procs_sample(ctx, out);
@@ -39,6 +44,11 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->cfg = cfg;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->madvise_fn = sys_process_madvise;
+	/* Without it every ENOMEM backs off, as before (collapse.h). */
+	if (vmstat_reader_open(&e->vmstat) < 0)
+		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
+	e->alloc_failed = read_alloc_failed;
+	e->alloc_failed_ctx = &e->vmstat;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
 	e->proc_root = proc_root();
@@ -46,12 +56,15 @@ int engine_init(struct engine *e, const struct config *cfg)
 	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
 	r = budget_configure(&e->budget, NULL, cfg);
-	if (r < 0)
+	if (r < 0) {
+		vmstat_reader_close(&e->vmstat);
 		return r;
+	}
 	e->procs = procs_open();
 	if (!e->procs) {
 		r = -errno;
 		budget_free(&e->budget);
+		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
 	e->enumerate = enumerate_procs;
@@ -61,11 +74,17 @@ int engine_init(struct engine *e, const struct config *cfg)
 		procs_close(e->procs);
 		e->procs = NULL;
 		budget_free(&e->budget);
+		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
 	r = fault_doorbell_open(&e->doorbell);
 	if (r < 0)
 		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
+	else
+		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
+			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
+	e->doorbell_opened = e->now();
+	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
 	return 0;
 }
 
@@ -88,9 +107,11 @@ void engine_free(struct engine *e)
 	proc_table_free(&e->sample);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
+	vmstat_reader_close(&e->vmstat);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
+	e->vmstat.fd = -1; /* fd 0 is not ours: a second free must not close it */
 }
 
 /* Policies point into the config: a new config means looking them up again.
@@ -174,6 +195,25 @@ out:
 	return r;
 }
 
+/* A CPU that came online since the events were opened has none (a pass
+ * that is not idle looks; about 10 us), and one that went offline and came
+ * back between two looks has a silent one: those are opened again at least
+ * every full_rescan_s, the bound on what the doorbell may miss anyway. */
+static void refresh_doorbell(struct engine *e, double now)
+{
+	int r = fault_doorbell_refresh(&e->doorbell, now - e->doorbell_opened >= e->cfg->full_rescan_s);
+
+	if (r == 0)
+		return;
+	e->doorbell_opened = now;
+	if (r < 0)
+		log_info("page-fault doorbell lost (perf events: %s): every pass samples every process", strerror(-r));
+	else if (strcmp(e->doorbell.online, e->doorbell_logged))
+		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
+			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
+	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
+}
+
 /* Nothing can have become a candidate if no process faulted since the last
  * full pass, no memory was mapped without faults, nothing is left over from
  * it, and no full rescan is due (which catches the changes that come
@@ -218,7 +258,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	size_t first = 0;
 	while (first < e->nst && e->st[first].pid < e->resume_pid)
 		first++;
+	e->pass_start = t0;
+	e->scan_from_pid = e->resume_pid;
+	e->scan_from_addr = e->resume_addr;
 	e->resume_pid = 0;
+	e->resume_addr = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
 
@@ -230,8 +274,12 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		}
 		ps->procs_total++;
 		rescan_visit(e, &e->st[i], o, ps, now, false);
+		if (e->resume_pid) /* out of time inside that process */
+			break;
 		if (e->st[i].policy && !e->st[i].policy->enable)
 			ps->procs_disabled++;
+		if (e->st[i].cgroup_unknown)
+			ps->procs_cgroup_unknown++;
 	}
 	ps->pagemap_ops = e->scanner.stats.scan_ioctls + e->scanner.stats.pagemap_preads;
 	r = build_candidates(e, o, ps, now);
@@ -249,6 +297,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	for (size_t i = 0; i < e->nst; i++)
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
 			e->pending += e->st[i].nblocks;
+	refresh_doorbell(e, now);
 	/* Armed after our own work, so the pass's own faults do not count. */
 	fault_doorbell_arm(&e->doorbell);
 	mapped_watch_note(&e->mapped, e->now());

@@ -30,17 +30,19 @@
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "vmstat.h"
 
 struct pass_stats {
 	uint64_t results[SCAN_NR_RESULTS];       /* blocks classified by this pass's scans */
 	uint64_t outcomes[COLLAPSE_NR_OUTCOMES]; /* collapse attempts */
 	uint64_t collapsed_bytes;
 	double scan_s, collapse_s;
-	unsigned procs_total;     /* processes sampled (after --pid filter) */
-	unsigned procs_scanned;   /* smaps + pagemap read */
-	unsigned procs_unchanged; /* skipped at O(1) */
-	unsigned procs_disabled;  /* policy enable = no */
-	unsigned procs_active;    /* active within idle_after_s */
+	unsigned procs_total;          /* processes sampled (after --pid filter) */
+	unsigned procs_scanned;        /* smaps + pagemap read */
+	unsigned procs_unchanged;      /* skipped at O(1) */
+	unsigned procs_disabled;       /* policy enable = no */
+	unsigned procs_cgroup_unknown; /* cgroup unreadable: not collapsed */
+	unsigned procs_active;         /* active within idle_after_s */
 	uint64_t smaps_reads, pagemap_ops;
 	uint64_t stale_dropped; /* remembered blocks a rescan before collapse
 				 * no longer found candidates (cold, freed...) */
@@ -56,11 +58,14 @@ struct pass_options {
 	size_t npids;    /* 0: every process */
 	bool allow_idle; /* daemon: skip the pass when no fault happened
 			  * anywhere and nothing is pending (fault_doorbell) */
-	/* Asked between processes; true abandons the rest of the pass (the
-	 * daemon: SIGTERM is pending). NULL: never. */
+	/* Asked between processes and between the VMAs of one process; true
+	 * abandons the rest of the pass (the daemon: SIGTERM is pending).
+	 * NULL: never. */
 	bool (*interrupted)(void);
-	double max_seconds; /* stop collapsing this long after the pass began
-			     * (0: no limit); the rest waits for the next pass */
+	double max_seconds; /* stop scanning and collapsing this long after the
+			     * pass began (0: no limit), checked between VMAs,
+			     * so one VMA's scan at most overruns it; the rest
+			     * waits for the next pass, which resumes there */
 };
 
 /* Bytes collapsed per cgroup, for metrics. */
@@ -104,17 +109,31 @@ struct engine {
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
+	double doorbell_opened;                               /* monotonic seconds (e->now) of its last (re)open */
+	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
 	struct mapped_watch mapped;                           /* memory populated without faults */
 	double last_full_pass;                                /* monotonic seconds */
 	size_t pending;                                       /* candidate blocks remembered after the last pass */
 	pid_t resume_pid;                                     /* a pass ran out of time: the next scans from here */
-	uint64_t passes_idle;                                 /* passes skipped by the doorbell */
-	struct pass_stats total;                              /* since start */
-	struct pass_stats last;                               /* the last pass */
+	uint64_t resume_addr; /* … and from this VMA of it (0: its start), if it ran out inside one process */
+	/* This pass's start (e->now) and where its scan resumes (from the
+	 * last pass's resume_pid/resume_addr). */
+	double pass_start;
+	pid_t scan_from_pid;
+	uint64_t scan_from_addr;
+	uint64_t passes_idle;    /* passes skipped by the doorbell */
+	struct pass_stats total; /* since start */
+	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
-	double (*now)(void);           /* monotonic seconds; injectable */
+	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
+	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by
+	 * default; injectable. */
+	alloc_failed_fn alloc_failed;
+	void *alloc_failed_ctx;
+	struct vmstat_reader vmstat;
+	double (*now)(void); /* monotonic seconds; injectable */
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced

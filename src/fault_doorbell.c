@@ -2,6 +2,7 @@
 #include "fault_doorbell.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +10,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int perf_event_open(struct perf_event_attr *attr, int cpu)
-{
-	return (int)syscall(SYS_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
+#define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-int fault_doorbell_open(struct fault_doorbell *d)
+static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	struct perf_event_attr attr;
-	int err = 0;
+	void *p;
 
-	memset(d, 0, sizeof(*d));
-	if (ncpu < 1)
-		return -EINVAL;
-	d->fd = calloc((size_t)ncpu, sizeof(*d->fd));
-	d->page = calloc((size_t)ncpu, sizeof(*d->page));
-	d->armed_head = calloc((size_t)ncpu, sizeof(*d->armed_head));
-	if (!d->fd || !d->page || !d->armed_head) {
-		fault_doorbell_close(d);
-		return -ENOMEM;
-	}
-	d->map_len = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	(void)ctx;
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;
@@ -38,30 +25,109 @@ int fault_doorbell_open(struct fault_doorbell *d)
 	attr.sample_period = DOORBELL_PERIOD;
 	attr.sample_type = 0; /* a bare header: all we look at is that it was written */
 	attr.exclude_hv = 1;
-	for (int cpu = 0; cpu < ncpu; cpu++) {
-		int fd = perf_event_open(&attr, cpu);
-		void *p;
+	*fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	/* PROT_READ only: the kernel overwrites old records and we never
+	 * need to consume them; data_head just keeps moving. */
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED) {
+		int err = -errno;
 
-		if (fd < 0) {
-			if (errno == ENODEV || errno == EINVAL) /* CPU not present */
-				continue;
-			err = -errno;
+		close(*fd);
+		return err;
+	}
+	*page = p;
+	return 0;
+}
+
+static void sys_close_cpu(void *ctx, int fd, void *page, size_t len)
+{
+	(void)ctx;
+	munmap(page, len);
+	close(fd);
+}
+
+static int sys_read_online(void *ctx, char *buf, size_t size)
+{
+	int fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	(void)ctx;
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return 0;
+}
+
+static const struct fault_doorbell_ops sys_ops = {
+    .open_cpu = sys_open_cpu, .close_cpu = sys_close_cpu, .read_online = sys_read_online};
+
+/* Closes every event, keeping the arrays. */
+static void close_events(struct fault_doorbell *d)
+{
+	/* clang-analyzer misses that open's memset() zeroed ncpu before a
+	 * failed calloc() can bring us here with NULL arrays. */
+	// NOLINTBEGIN(clang-analyzer-core.NullDereference)
+	for (int i = 0; i < d->ncpu; i++)
+		d->ops->close_cpu(d->ops->ctx, d->fd[i], d->page[i], d->map_len);
+	// NOLINTEND(clang-analyzer-core.NullDereference)
+	d->ncpu = 0;
+}
+
+/* Opens one event per CPU that is online now (into empty arrays). */
+static int open_events(struct fault_doorbell *d)
+{
+	int err = 0;
+
+	/* Read first: a CPU that comes online while we open shows as a change
+	 * next time, and is opened then. */
+	if (d->ops->read_online(d->ops->ctx, d->online, sizeof(d->online)) < 0)
+		d->online[0] = '\0';
+	for (int cpu = 0; cpu < d->possible; cpu++) {
+		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, &fd, &d->page[d->ncpu]);
+
+		if (r == -ENODEV || r == -EINVAL) /* offline or not present */
+			continue;
+		if (r < 0) {
+			err = r;
 			break;
 		}
-		/* PROT_READ only: the kernel overwrites old records and we never
-		 * need to consume them; data_head just keeps moving. */
-		p = mmap(NULL, d->map_len, PROT_READ, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED) {
-			err = -errno;
-			close(fd);
-			break;
-		}
-		d->fd[d->ncpu] = fd;
-		d->page[d->ncpu] = p;
-		d->ncpu++;
+		d->fd[d->ncpu++] = fd;
 	}
 	if (!err && d->ncpu == 0)
 		err = -ENODEV;
+	if (err)
+		close_events(d);
+	return err;
+}
+
+int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	if (possible < 1)
+		return -EINVAL;
+	d->possible = possible;
+	d->ops = ops;
+	d->fd = calloc((size_t)possible, sizeof(*d->fd));
+	d->page = calloc((size_t)possible, sizeof(*d->page));
+	d->armed_head = calloc((size_t)possible, sizeof(*d->armed_head));
+	if (!d->fd || !d->page || !d->armed_head) {
+		fault_doorbell_close(d);
+		return -ENOMEM;
+	}
+	d->map_len = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	err = open_events(d);
 	if (err) {
 		fault_doorbell_close(d);
 		return err;
@@ -70,20 +136,35 @@ int fault_doorbell_open(struct fault_doorbell *d)
 	return 0;
 }
 
+int fault_doorbell_open(struct fault_doorbell *d)
+{
+	/* Every CPU that can ever come online, not only those online now. */
+	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF));
+}
+
 void fault_doorbell_close(struct fault_doorbell *d)
 {
-	/* clang-analyzer misses that init's memset() zeroed ncpu before a
-	 * failed calloc() can bring us here with NULL arrays. */
-	// NOLINTBEGIN(clang-analyzer-core.NullDereference)
-	for (int i = 0; i < d->ncpu; i++) {
-		munmap(d->page[i], d->map_len);
-		close(d->fd[i]);
-	}
-	// NOLINTEND(clang-analyzer-core.NullDereference)
+	if (d->ops)
+		close_events(d);
 	free(d->fd);
 	free(d->page);
 	free(d->armed_head);
 	memset(d, 0, sizeof(*d));
+}
+
+int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
+{
+	char now[DOORBELL_ONLINE_MAX];
+
+	if (!d->ops || !d->fd)
+		return 0;
+	if (!force) {
+		if (d->ops->read_online(d->ops->ctx, now, sizeof(now)) < 0 || !strcmp(now, d->online))
+			return 0;
+	}
+	close_events(d);
+	int r = open_events(d);
+	return r < 0 ? r : 1;
 }
 
 static uint64_t head_of(const void *page)

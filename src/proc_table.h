@@ -34,6 +34,11 @@ struct proc_state {
 	uint64_t scan_minflt, scan_majflt, scan_rss, scan_vsize;
 	char *cgroup;
 	const struct policy *policy; /* into the engine's config */
+	/* /proc/PID/cgroup could not be read or parsed (a path too long for
+	 * the kernel to print whole, …): cgroup and policy are NULL and
+	 * nothing of the process is collapsed (fail closed) until a read
+	 * works again. */
+	bool cgroup_unknown;
 	bool thp_enabled;
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */

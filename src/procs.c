@@ -292,7 +292,11 @@ int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen)
 		return -ENOENT;
 	if (plen == 0 || p[0] != '/' || memchr(p, '\0', plen))
 		return -EINVAL;
-	if (plen >= pathlen)
+	/* Measured on 6.18: a path longer than that is cut to exactly
+	 * CGROUP_PATH_CUT bytes, silently (the read succeeds). A cut path names
+	 * an ancestor, or a sibling whose name is a prefix of the real one: it
+	 * must never be looked up as if it were the process's cgroup. */
+	if (plen >= CGROUP_PATH_CUT || plen >= pathlen)
 		return -ENAMETOOLONG;
 	memcpy(path, p, plen);
 	path[plen] = '\0';
@@ -373,6 +377,13 @@ int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen)
 	ssize_t n = read_small_file_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
 	int rc = n < 0 ? (int)n : parse_cgroup_buf(buf, (size_t)n, path, pathlen);
 	free(buf);
+	if (n >= 0 && rc == -ENOENT && pathlen >= 2) {
+		/* No "0::" line at all: cgroup v2 is not mounted anywhere on this
+		 * host (the kernel hides the line until it is), so every process
+		 * is in the root as far as policies go. */
+		memcpy(path, "/", 2);
+		rc = 0;
+	}
 	return rc;
 }
 

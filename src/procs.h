@@ -40,8 +40,12 @@ const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)
 /* Pure parsers, over the text of one /proc file. */
 /* /proc/PID/stat; handles comm with spaces and parentheses. 0 or -EINVAL. */
 int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out);
+/* The kernel prints at most PATH_MAX - 1 bytes of a cgroup path and cuts a
+ * longer one there without an error; a path this long may be cut. */
+#define CGROUP_PATH_CUT 4095
 /* /proc/PID/cgroup: copies the path of the "0::" line. 0, -ENOENT when there
- * is no v2 line, -ENAMETOOLONG, or -EINVAL. */
+ * is no v2 line, -ENAMETOOLONG when it does not fit in pathlen or may have
+ * been cut by the kernel (CGROUP_PATH_CUT bytes or more), or -EINVAL. */
 int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen);
 /* /proc/PID/status: 1 if THP_enabled: 1 (or the line is absent), 0 if the
  * process disabled THP with prctl(PR_SET_THP_DISABLE). */
@@ -50,6 +54,8 @@ int parse_status_thp_enabled(const char *buf, size_t len);
 /* Readers relative to an open /proc/PID directory (so a recycled PID is
  * never read by mistake). Return 0 or -errno. */
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out);
+/* The cgroup v2 path, "/" on a host without cgroup v2; any other failure
+ * (-ENAMETOOLONG, -EINVAL, -EFBIG, I/O) means the cgroup is unknown. */
 int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen);
 int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
 

@@ -30,7 +30,7 @@ void json_string(FILE *f, const char *s)
 static bool shown(const struct proc_state *s)
 {
 	/* Not scanned, so no results: say so rather than leave it out. */
-	if (s->policy && !s->policy->enable)
+	if ((s->policy && !s->policy->enable) || s->cgroup_unknown)
 		return true;
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		if (s->results[r])
@@ -46,7 +46,9 @@ static void text_process(FILE *f, const struct engine_view *v, size_t idx)
 	size_t rank = 0;
 
 	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm, s->cgroup ? s->cgroup : "?",
-		s->policy && !s->policy->enable ? " [disabled by policy]" : "");
+		s->cgroup_unknown                 ? " [cgroup unknown: not collapsed]"
+		: s->policy && !s->policy->enable ? " [disabled by policy]"
+						  : "");
 	fprintf(f, "  activity: cpu %.2f, faults %.3f; blocks:", s->activity.cpu, s->activity.faults);
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		if (s->results[r])
@@ -85,9 +87,11 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
 			(unsigned long long)ps->outcomes[COLLAPSE_OK],
 			ps->backing_off ? " (backing off after ENOMEM)" : "");
-	fprintf(f, "scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled), collapse %.1f ms\n",
+	fprintf(f,
+		"scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled, %u cgroup unknown), collapse %.1f "
+		"ms\n",
 		ps->scan_s * 1e3, ps->procs_total, ps->procs_scanned, ps->procs_unchanged, ps->procs_disabled,
-		ps->collapse_s * 1e3);
+		ps->procs_cgroup_unknown, ps->collapse_s * 1e3);
 	fprintf(f, "results:");
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		fprintf(f, " %s %llu", scan_result_name(r), (unsigned long long)ps->results[r]);
@@ -114,8 +118,10 @@ static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 	json_string(f, s->prev.comm);
 	fprintf(f, ",\"cgroup\":");
 	json_string(f, s->cgroup ? s->cgroup : "");
+	fprintf(f, ",\"cgroup_unknown\":%s", s->cgroup_unknown ? "true" : "false");
 	fprintf(f, ",\"enabled\":%s,\"activity\":{\"cpu\":%.4f,\"faults\":%.4f},\"results\":",
-		s->policy && !s->policy->enable ? "false" : "true", s->activity.cpu, s->activity.faults);
+		(s->policy && !s->policy->enable) || s->cgroup_unknown ? "false" : "true", s->activity.cpu,
+		s->activity.faults);
 	json_results(f, s->results);
 	fprintf(f, ",\"candidates\":[");
 	for (size_t i = 0; i < v->ncands; i++) {
@@ -142,8 +148,10 @@ void report_json(FILE *f, const struct engine *e, const struct pass_options *o, 
 	fprintf(f, "\"processes_total\":%u,\"processes_scanned\":%u,\"processes_unchanged\":%u,", ps->procs_total,
 		ps->procs_scanned, ps->procs_unchanged);
 	fprintf(f,
-		"\"processes_disabled\":%u,\"smaps_reads\":%llu,\"pagemap_ops\":%llu,\"results\":", ps->procs_disabled,
-		(unsigned long long)ps->smaps_reads, (unsigned long long)ps->pagemap_ops);
+		"\"processes_disabled\":%u,\"processes_cgroup_unknown\":%u,\"smaps_reads\":%llu,\"pagemap_ops\":%llu,"
+		"\"results\":",
+		ps->procs_disabled, ps->procs_cgroup_unknown, (unsigned long long)ps->smaps_reads,
+		(unsigned long long)ps->pagemap_ops);
 	json_results(f, ps->results);
 	fprintf(f, ",\"outcomes\":{");
 	for (int i = 0; i < COLLAPSE_NR_OUTCOMES; i++)

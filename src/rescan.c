@@ -44,6 +44,7 @@ struct scan_ctx {
 	unsigned referenced_pct;
 	uint32_t vma_tag;
 	double now;
+	uint64_t from; /* resuming: blocks below were kept from the last pass */
 	int err;
 };
 
@@ -55,9 +56,11 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	struct scan_ctx *x = opaque;
 	struct proc_state *s = x->s;
 	struct block_memo *old, *m;
+	const struct addr_entry *refused;
 
-	const struct addr_entry *refused = addr_set_find(&s->refused, addr);
-
+	if (addr < x->from)
+		return;
+	refused = addr_set_find(&s->refused, addr);
 	if (refused && refused->tag == x->vma_tag) {
 		x->results[SCAN_CANDIDATE]--;
 		x->results[SCAN_INELIGIBLE]++;
@@ -81,14 +84,43 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->vma_tag = x->vma_tag;
 }
 
+/* The pass's time is up (max_seconds after it began), or it is
+ * interrupted. */
+static bool out_of_time(const struct engine *e, const struct pass_options *o)
+{
+	return (o->interrupted && o->interrupted()) ||
+	       (o->max_seconds > 0 && e->now() - e->pass_start > o->max_seconds);
+}
+
+/* Blocks of the previous scan at or above addr go back after the new ones
+ * (all below addr): a scan that stopped there keeps them until the next
+ * pass gets that far. */
+static void keep_old_from(struct engine *e, struct proc_state *s, uint64_t addr)
+{
+	for (size_t i = 0; i < e->nold_blocks; i++)
+		if (e->old_blocks[i].addr >= addr && GROW(s->blocks, s->capblocks, s->nblocks + 1) == 0)
+			s->blocks[s->nblocks++] = e->old_blocks[i];
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
+ * Checks the pass's time between VMAs (after the first one, so that every
+ * pass makes progress): when it is up, keeps what it found and the rest of
+ * the previous list, sets e->resume_pid/resume_addr to go on from that VMA
+ * in the next pass, and returns -ETIMEDOUT. A resumed scan (from the last
+ * pass's resume point) keeps the blocks below it and scans from there.
  * Returns 0, or -errno (-ESRCH: gone or recycled). */
-static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struct pass_stats *ps, double now)
+static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const struct pass_options *o,
+			struct pass_stats *ps, double now)
 {
 	const struct policy *pol = s->policy;
-	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now};
+	uint64_t from = s->pid == e->scan_from_pid ? e->scan_from_addr : 0;
+	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now, .from = from};
+	uint64_t before[SCAN_NR_RESULTS];
+	bool scanned_one = false;
 	int r;
 
+	if (s->pid == e->scan_from_pid)
+		e->scan_from_pid = 0; /* used once */
 	r = read_smaps(dirfd, &e->smaps_buf, &e->smaps_cap, (vma_list_clear(&e->vmas), &e->vmas));
 	ps->smaps_reads++;
 	if (r < 0 && r != -EINVAL)
@@ -109,13 +141,29 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 		memcpy(e->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
 	e->nold_blocks = s->nblocks;
 	s->nblocks = 0;
-	memset(s->results, 0, sizeof(s->results));
+	if (from) { /* the blocks below were found by the last pass */
+		for (size_t i = 0; i < e->nold_blocks && e->old_blocks[i].addr < from; i++)
+			s->blocks[s->nblocks++] = e->old_blocks[i];
+	} else {
+		memset(s->results, 0, sizeof(s->results));
+	}
+	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
 		const struct vma *v = &e->vmas.v[i];
 		struct vma_blocks b;
 		enum scan_result verdict;
 
+		if (v->end <= from)
+			continue;
+		if (scanned_one && out_of_time(e, o)) {
+			keep_old_from(e, s, v->start);
+			e->resume_pid = s->pid;
+			e->resume_addr = v->start;
+			r = -ETIMEDOUT;
+			break;
+		}
+		scanned_one = true;
 		vma_blocks(v, &b);
 		s->results[SCAN_INELIGIBLE] += b.partial;
 		verdict = vma_verdict(v, &pol->limits, s->thp_enabled, pol->file_backed);
@@ -133,7 +181,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 	}
 	range_scanner_detach(&e->scanner);
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
-		ps->results[i] += s->results[i];
+		ps->results[i] += s->results[i] - before[i];
 	return r;
 }
 
@@ -152,6 +200,36 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 		close(fd);
 }
 
+int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
+{
+	char cg[PATH_MAX];
+	int r = read_proc_cgroup(dirfd, cg, sizeof(cg));
+
+	if (r == 0 && (!s->cgroup || strcmp(cg, s->cgroup))) {
+		free(s->cgroup);
+		s->cgroup = strdup(cg);
+		if (!s->cgroup)
+			r = -ENOMEM;
+	}
+	if (r < 0) {
+		if (!s->cgroup_unknown)
+			log_proc(LOG_WARNING, s->pid, "?", "cgroup_unknown",
+				 "pid %d (%s): cannot read its cgroup (%s): not collapsing it", (int)s->pid,
+				 s->prev.comm, strerror(-r));
+		s->cgroup_unknown = true;
+		free(s->cgroup);
+		s->cgroup = NULL;
+		s->policy = NULL;
+		return r;
+	}
+	if (s->cgroup_unknown)
+		log_proc(LOG_INFO, s->pid, s->cgroup, NULL, "pid %d (%s): its cgroup reads %s again", (int)s->pid,
+			 s->prev.comm, s->cgroup);
+	s->cgroup_unknown = false;
+	s->policy = config_policy_for(e->cfg, s->cgroup);
+	return 0;
+}
+
 void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 		  double now, bool force)
 {
@@ -161,11 +239,13 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
-	char path[PATH_MAX], cg[PATH_MAX];
+	bool resuming = s->pid == e->scan_from_pid && e->scan_from_addr;
+	char path[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
+	if (!changed && !due && !sample_due && !force && !resuming && !o->unlimited &&
+	    (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
 		return;
 	}
@@ -177,15 +257,9 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	 * check that it is still the one with our start time. */
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
 		goto out;
-	if (!s->cgroup || !s->policy || due) {
-		r = read_proc_cgroup(dirfd, cg, sizeof(cg));
-		if (r < 0)
-			snprintf(cg, sizeof(cg), "/");
-		if (!s->cgroup || strcmp(cg, s->cgroup)) {
-			free(s->cgroup);
-			s->cgroup = strdup(cg);
-		}
-		s->policy = config_policy_for(cfg, s->cgroup ? s->cgroup : "/");
+	if ((!s->cgroup || !s->policy || due) && rescan_refresh_policy(e, s, dirfd) < 0) {
+		s->nblocks = 0;
+		goto remember; /* unknown: like a disabled one, until it changes */
 	}
 	if (!s->policy->enable) {
 		s->nblocks = 0;
@@ -201,7 +275,12 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
 	/* Read before smaps: an exec after this point shows as a mismatch. */
 	s->exec_id = now_stat.exec_id;
-	r = scan_process(e, s, dirfd, ps, now);
+	r = scan_process(e, s, dirfd, o, ps, now);
+	/* One process with tens of thousands of VMAs must not leave its
+	 * buffers to every later pass (an error midway included). */
+	smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
+	if (r == -ETIMEDOUT) /* resumed next pass: not scanned yet */
+		goto out;
 	if (r == -EACCES || r == -EPERM) {
 		/* Capabilities were checked at start, so this process is
 		 * protected on its own (another user namespace, a sandbox):

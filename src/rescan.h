@@ -18,6 +18,12 @@ struct proc_state;
 struct pass_options;
 struct pass_stats;
 
+/* Reads s's cgroup through its /proc/PID dirfd and looks its policy up
+ * again. If the cgroup cannot be known, s->policy is NULL and
+ * s->cgroup_unknown is set (logged once per process), so nothing of s is
+ * collapsed: a policy must never be guessed. Returns 0 or -errno. */
+int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd);
+
 /* Rescans s if it needs one (always if force), counting in ps. */
 void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 		  double now, bool force);

@@ -13,6 +13,7 @@
 #include "smaps_scan.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -435,4 +436,26 @@ int read_smaps(int proc_pid_dirfd, char **buf, size_t *bufcap, struct vma_list *
 	if (err)
 		return err;
 	return parse_smaps_buf(*buf, used, out);
+}
+
+size_t smaps_trim(char **buf, size_t *bufcap, struct vma_list *vmas, size_t keep)
+{
+	size_t freed = 0;
+
+	if (*bufcap > keep) {
+		freed += *bufcap;
+		free(*buf);
+		*buf = NULL;
+		*bufcap = 0;
+	}
+	if (vmas->cap * sizeof(*vmas->v) + vmas->names_cap > keep) {
+		freed += vmas->cap * sizeof(*vmas->v) + vmas->names_cap;
+		vma_list_free(vmas);
+	}
+	/* Blocks this large come from mmap() and are returned by free(); a
+	 * smaller one can sit in the middle of the heap, which only trimming
+	 * returns. Rare (once per huge process), so the cost does not matter. */
+	if (freed)
+		malloc_trim(0);
+	return freed;
 }

@@ -92,3 +92,15 @@ uint64_t parse_vmflags(const char *s, size_t len);
  * so a steady-state pass does no allocation. Returns 0 or -errno
  * (-ESRCH/-ENOENT when the process is gone). */
 int read_smaps(int proc_pid_dirfd, char **buf, size_t *bufcap, struct vma_list *out);
+
+/* What a reader keeps between processes. One process with 64000 VMAs
+ * needs a smaps buffer of ~50 MiB (measured: the daemon's VmHWM grew by 53
+ * MiB) and a VMA list of several MiB; keeping them for ever costs every
+ * later pass that memory. */
+#define SMAPS_KEEP_BYTES ((size_t)4 << 20)
+
+/* Frees buf (and the VMA list's arrays, contents and all) when
+ * they hold more than keep bytes, so the next read grows them again from
+ * small; hands freed heap pages back to the kernel. Returns the bytes
+ * freed. Call it once a process is done with them. */
+size_t smaps_trim(char **buf, size_t *bufcap, struct vma_list *vmas, size_t keep);

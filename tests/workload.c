@@ -1,7 +1,7 @@
 /* hc_workload: a process with one 2 MiB-aligned buffer in a known state, for
  * integration tests and benchmarks.
  *
- *   hc_workload --role ROLE --mb N [--hot-interval-ms MS]
+ *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise-huge]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
  * buffer in the state its role describes until SIGTERM/SIGINT. Every 64-bit
@@ -23,6 +23,11 @@
  * MADV_FREE'd and only read (clean lazy-free), 4k+1 is MADV_FREE'd and
  * written again in full, 4k+2 is never freed, and 4k+3 is MADV_FREE'd and
  * three quarters of it written again; written pages stay written (hot).
+ * The churn role maps a new buffer every interval, fills it and unmaps the
+ * old one (what allocators do). --advise-huge gives each buffer
+ * MADV_HUGEPAGE once it is filled (as 4 KiB pages: a collapse candidate).
+ * The manyvmas role writes nothing and makes every other page of its
+ * buffer read-only: one VMA per page (--mb 250 is 64000 VMAs).
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,10 +51,10 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, LAZYMIX };
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, LAZYMIX, MANYVMAS };
 
-static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",   "shmem",
-					 "nohuge", "thpoff", "idle",     "churn",  "lazymix"};
+static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",    "shmem",
+					 "nohuge", "thpoff", "idle",     "churn",  "lazymix", "manyvmas"};
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
@@ -150,6 +155,8 @@ static void fill_page(char *buf, size_t page)
 
 static bool page_touched(enum role r, size_t page)
 {
+	if (r == MANYVMAS)
+		return false;
 	return r != SPARSE || page % SPARSE_STRIDE == 0;
 }
 
@@ -298,9 +305,10 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|lazymix "
-		"--mb N [--hot-interval-ms MS]\n");
+	fprintf(
+	    stderr,
+	    "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|lazymix|manyvmas "
+	    "--mb N [--hot-interval-ms MS] [--advise-huge]\n");
 	exit(2);
 }
 
@@ -348,12 +356,15 @@ int main(int argc, char **argv)
 	enum role r = HOT;
 	bool have_role = false;
 	unsigned long mb = 0, interval_ms = 50;
+	bool advise_huge = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--role") && i + 1 < argc) {
 			r = parse_role(argv[++i]);
 			have_role = true;
 		} else if (!strcmp(argv[i], "--mb")) {
 			mb = parse_num(argv[++i]);
+		} else if (!strcmp(argv[i], "--advise-huge")) {
+			advise_huge = true;
 		} else if (!strcmp(argv[i], "--hot-interval-ms")) {
 			interval_ms = parse_num(argv[++i]);
 		} else {
@@ -385,6 +396,11 @@ int main(int argc, char **argv)
 		if (madvise(buf, len, MADV_HUGEPAGE))
 			die("madvise(MADV_HUGEPAGE)");
 	}
+	if (advise_huge && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_SZ; p += 2)
+		if (mprotect(buf + p * PAGE_SZ, PAGE_SZ, PROT_READ))
+			die("mprotect (vm.max_map_count?)");
 	if (r == COLD && madvise(buf, len, MADV_COLD))
 		die("madvise(MADV_COLD)");
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))
@@ -425,9 +441,11 @@ int main(int argc, char **argv)
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);
 			fill(r, next, len);
+			if (advise_huge && madvise(next, len, MADV_HUGEPAGE))
+				die("madvise(MADV_HUGEPAGE)");
 			munmap(buf, len);
 			buf = next;
-		} else if (r != COLD && r != IDLE) {
+		} else if (r != COLD && r != IDLE && r != MANYVMAS) {
 			access_round(r, buf, len);
 		}
 		sleep_ms((unsigned)interval_ms);

@@ -211,6 +211,95 @@ static void test_enomem_stops(void **state)
 	assert_int_equal(fk.calls, 2);
 }
 
+/* The injected thp_collapse_alloc_failed count: moves by fail_move on each
+ * call of the fake that fails with ENOMEM (a real allocation failure). */
+static struct counter {
+	uint64_t value;
+	uint64_t move_per_enomem;
+	int reads, broken;
+} ctr;
+
+static int fake_alloc_failed(void *ctx, uint64_t *count)
+{
+	assert_ptr_equal(ctx, &ctr);
+	ctr.reads++;
+	if (ctr.broken)
+		return -EIO;
+	*count = ctr.value;
+	return 0;
+}
+
+static ssize_t fake_madvise_counting(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	ssize_t r = fake_madvise(pidfd, iov, vlen, advice, flags);
+
+	if (r < 0 && errno == ENOMEM)
+		ctr.value += ctr.move_per_enomem;
+	return r;
+}
+
+static size_t run_io(size_t n)
+{
+	const struct collapse_io io = {
+	    .madvise = fake_madvise_counting, .alloc_failed = fake_alloc_failed, .ctx = &ctr};
+
+	return collapse_blocks_io(42, addrs, n, &io, out);
+}
+
+/* ENOMEM while the count stays put: an unmapped block, that block only. */
+static void test_enomem_unmapped_is_per_block(void **state)
+{
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.value = 7;
+	fk.blocks[3].err = ENOMEM;
+	fk.blocks[5].err = ENOMEM;
+	assert_int_equal(run_io(8), 6);
+	assert_outcomes(0, 3, COLLAPSE_OK);
+	assert_int_equal(out[3], COLLAPSE_UNMAPPED);
+	assert_int_equal(out[4], COLLAPSE_OK);
+	assert_int_equal(out[5], COLLAPSE_UNMAPPED);
+	assert_outcomes(6, 8, COLLAPSE_OK);
+	assert_int_equal(ctr.reads, 1 + 2); /* once per batch, then after each ENOMEM */
+}
+
+/* ENOMEM while the count moved: no huge page, stop everything. */
+static void test_enomem_alloc_failure_stops(void **state)
+{
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.move_per_enomem = 1;
+	fk.blocks[3].err = ENOMEM;
+	assert_int_equal(run_io(8), 3);
+	assert_outcomes(0, 3, COLLAPSE_OK);
+	assert_int_equal(out[3], COLLAPSE_ENOMEM);
+	assert_outcomes(4, 8, COLLAPSE_NOT_TRIED);
+}
+
+/* A count that cannot be read: ENOMEM is taken as a real shortage. */
+static void test_enomem_unreadable_count_stops(void **state)
+{
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.broken = 1;
+	fk.blocks[0].err = ENOMEM;
+	assert_int_equal(run_io(4), 0);
+	assert_int_equal(out[0], COLLAPSE_ENOMEM);
+	assert_outcomes(1, 4, COLLAPSE_NOT_TRIED);
+}
+
+/* A count moved by someone else (khugepaged) during a call that succeeded
+ * changes nothing: only an ENOMEM is looked at. */
+static void test_count_moves_without_enomem(void **state)
+{
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.move_per_enomem = 5;
+	assert_int_equal(run_io(4), 4);
+	assert_outcomes(0, 4, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 1);
+}
+
 static void test_esrch_stops(void **state)
 {
 	(void)state;
@@ -333,6 +422,7 @@ static void test_outcome_names(void **state)
 	assert_string_equal(collapse_outcome_name(COLLAPSE_OK), "collapsed");
 	assert_string_equal(collapse_outcome_name(COLLAPSE_EAGAIN), "eagain");
 	assert_string_equal(collapse_outcome_name(COLLAPSE_NOT_TRIED), "not_tried");
+	assert_string_equal(collapse_outcome_name(COLLAPSE_UNMAPPED), "unmapped");
 	assert_string_equal(collapse_outcome_name(COLLAPSE_NR_OUTCOMES), "unknown");
 	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
 		assert_non_null(collapse_outcome_name((enum collapse_outcome)o));
@@ -419,6 +509,10 @@ int main(void)
 	    cmocka_unit_test_setup(test_failure_in_second_batch, setup),
 	    cmocka_unit_test_setup(test_eagain_per_block, setup),
 	    cmocka_unit_test_setup(test_enomem_stops, setup),
+	    cmocka_unit_test_setup(test_enomem_unmapped_is_per_block, setup),
+	    cmocka_unit_test_setup(test_enomem_alloc_failure_stops, setup),
+	    cmocka_unit_test_setup(test_enomem_unreadable_count_stops, setup),
+	    cmocka_unit_test_setup(test_count_moves_without_enomem, setup),
 	    cmocka_unit_test_setup(test_esrch_stops, setup),
 	    cmocka_unit_test_setup(test_esrch_midway_stops, setup),
 	    cmocka_unit_test_setup(test_eperm_stops, setup),

@@ -47,8 +47,28 @@ struct child {
  * the buffer MADV_COLD, 'l' MADV_FREE and reads it (no counter changes),
  * 'P' maps 8 MiB more with MADV_POPULATE_WRITE (filled without a fault),
  * 'r' makes the last block read-only (splits the buffer's VMA: no counter
- * moves);
- * any other, like 'p', is only answered. */
+ * moves),
+ * 'v' maps SEPARATE_VMAS more filled blocks, each its own VMA (PROT_NONE
+ * blocks between them); any other, like 'p', is only answered. */
+#define SEPARATE_VMAS 8
+
+static int map_separate(void)
+{
+	size_t len = (2 * SEPARATE_VMAS + 1) * (size_t)BLOCK;
+	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (raw == MAP_FAILED)
+		return -1;
+	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	for (size_t k = 0; k < SEPARATE_VMAS; k++) {
+		for (size_t off = 0; off < BLOCK; off += PAGE)
+			p[2 * k * BLOCK + off] = 1;
+		if (mprotect(p + (2 * k + 1) * BLOCK, BLOCK, PROT_NONE))
+			return -1;
+	}
+	return 0;
+}
+
 static int populate_more(void)
 {
 	size_t len = 8u << 20;
@@ -95,6 +115,8 @@ static void child_main(int cmd, int ack)
 		else if (c == 'P' && populate_more() < 0)
 			_exit(2);
 		else if (c == 'r' && mprotect(buf + len - BLOCK, BLOCK, PROT_READ))
+			_exit(2);
+		else if (c == 'v' && map_separate() < 0)
 			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
@@ -157,12 +179,43 @@ static struct fake {
 	size_t n;
 	unsigned calls;
 	int default_err; /* for addresses not scripted */
+	/* The injected thp_collapse_alloc_failed: each ENOMEM answer moves it
+	 * when enomem_is_alloc_failure (no huge page), not otherwise (the
+	 * range was unmapped). */
+	bool enomem_is_alloc_failure;
+	uint64_t alloc_failed;
+	unsigned alloc_failed_reads;
 } fk;
+
+static int fake_alloc_failed(void *ctx, uint64_t *count)
+{
+	assert_ptr_equal(ctx, &fk);
+	fk.alloc_failed_reads++;
+	*count = fk.alloc_failed;
+	return 0;
+}
 
 static double fake_time;
 
 static double fake_clock(void)
 {
+	return fake_time;
+}
+
+/* A clock that moves only with the scan's work: WORK_COST seconds per
+ * page-table operation (about one per candidate VMA). */
+#define WORK_COST 0.01
+static const struct engine *work_engine;
+static uint64_t work_ops;
+
+static double work_clock(void)
+{
+	uint64_t ops = work_engine->scanner.stats.scan_ioctls + work_engine->scanner.stats.pagemap_preads;
+
+	if (ops < work_ops) /* the engine zeroes its stats at each pass */
+		work_ops = 0;
+	fake_time += (double)(ops - work_ops) * WORK_COST;
+	work_ops = ops;
 	return fake_time;
 }
 
@@ -206,6 +259,8 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 			return (ssize_t)done;
 		fk.attempts[s]++;
 		if (fk.err[s]) {
+			if (fk.err[s] == ENOMEM && fk.enomem_is_alloc_failure)
+				fk.alloc_failed++;
 			errno = fk.err[s];
 			return -1;
 		}
@@ -268,6 +323,8 @@ static int setup(void **state)
 	f->cfg.alloc_backoff_ms = BACKOFF;
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
 	f->e.madvise_fn = fake_madvise;
+	f->e.alloc_failed = fake_alloc_failed;
+	f->e.alloc_failed_ctx = &fk;
 	f->e.now = fake_clock;
 	child_start(&f->ch);
 	f->o = (struct pass_options){.pids = &f->ch.pid, .npids = 1};
@@ -318,6 +375,7 @@ static void test_enomem_backs_off(void **state)
 	unsigned calls;
 
 	fk.default_err = ENOMEM;
+	fk.enomem_is_alloc_failure = true;
 	first_pass(f);
 	assert_false(f->ps.backing_off); /* not yet: this pass learned it */
 	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
@@ -344,6 +402,80 @@ static void test_enomem_backs_off(void **state)
 	assert_true(fk.calls > calls);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
 	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+}
+
+/* ENOMEM for blocks the process unmapped since the scan (the allocation
+ * failure count does not move): those blocks are dropped, the rest of the
+ * process's blocks are still collapsed, and nobody backs off. */
+static void test_enomem_unmapped_no_backoff(void **state)
+{
+	struct fixture *f = *state;
+
+	fk.enomem_is_alloc_failure = false;
+	if (f->busy)
+		first_pass(f); /* skips: there is no child to script */
+	script(block(f, 1), ENOMEM);
+	script(block(f, 2), ENOMEM);
+	first_pass(f);
+	assert_false(f->ps.backing_off);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_UNMAPPED], 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS - 2);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], 0);
+	assert_int_equal(fk.alloc_failed_reads, 1 + 2); /* once per batch, then after each ENOMEM */
+	for (unsigned i = 0; i < NBLOCKS; i++)
+		assert_int_equal(attempts(block(f, i)), 1);
+
+	/* The next pass is not backing off. */
+	pass_at(f, 1);
+	assert_false(f->ps.backing_off);
+	assert_true(f->e.backoff_until == 0);
+
+	/* The same answers, now with the count moving: a real shortage. */
+	fk.enomem_is_alloc_failure = true;
+	pass_at(f, f->cfg.full_rescan_s + 1.0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+	pass_at(f, f->cfg.full_rescan_s + 2.0);
+	assert_true(f->ps.backing_off);
+}
+
+/* max_seconds is checked between the VMAs of one process, not only between
+ * processes: a pass stops at most one VMA's scan past it, and the next pass
+ * goes on from that VMA until the whole process has been seen once. */
+static void test_deadline_inside_one_process(void **state)
+{
+	struct fixture *f = *state;
+	const struct proc_state *s;
+	unsigned passes = 0, stopped = 0;
+
+	first_pass(f);
+	child_do(&f->ch, 'v');
+	work_engine = &f->e;
+	work_ops = 0;
+	f->e.now = work_clock;
+	f->o.dry_run = true;
+	f->o.max_seconds = 3.5 * WORK_COST;
+	do {
+		assert_int_equal(engine_pass(&f->e, &f->o, &f->ps), 0);
+		passes++;
+		stopped += f->e.resume_pid != 0;
+		if (f->e.resume_pid)
+			assert_int_equal(f->e.resume_pid, f->ch.pid);
+		/* At most one VMA's scan past the limit: the largest VMA here
+		 * (the child's buffer) takes up to one operation per block. */
+		if (f->ps.scan_s > f->o.max_seconds + (NBLOCKS + 1) * WORK_COST)
+			fail_msg("pass %u: scanned for %.3f s, max_seconds %.3f", passes, f->ps.scan_s,
+				 f->o.max_seconds);
+	} while (f->e.resume_pid && passes < 100);
+	assert_int_equal(f->e.resume_pid, 0);
+	assert_true(stopped >= 2); /* 9 candidate VMAs at 3-4 per pass */
+	s = engine_find(&f->e, f->ch.pid);
+	assert_non_null(s);
+	/* Every block once, in order: what the stopped passes kept and what
+	 * the resumed ones found add up. */
+	assert_int_equal(s->nblocks, NBLOCKS + SEPARATE_VMAS);
+	for (size_t i = 1; i < s->nblocks; i++)
+		assert_true(s->blocks[i - 1].addr < s->blocks[i].addr);
 }
 
 /* eagain_retries: "how many times a block that failed with eagain is tried
@@ -627,6 +759,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline_inside_one_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_2, setup, teardown),

@@ -226,6 +226,51 @@ static void test_real_cgroup_hybrid(void **state)
 	assert_string_equal(path, "/");
 }
 
+/* read_proc_cgroup() over a scratch directory holding one "cgroup" file. */
+static int read_cgroup_text(const char *text, char *path, size_t pathlen)
+{
+	char dir[] = "/tmp/hc_test_cgroup_XXXXXX";
+	char file[64];
+	int dfd, r;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/cgroup", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	r = read_proc_cgroup(dfd, path, pathlen);
+	close(dfd);
+	unlink(file);
+	rmdir(dir);
+	return r;
+}
+
+/* Only "no v2 line at all" reads as the root; every other failure stays a
+ * failure (the caller then collapses nothing in that process). */
+static void test_read_cgroup_fails_closed(void **state)
+{
+	char path[4096];
+	char *cut = malloc(8192);
+
+	(void)state;
+	assert_non_null(cut);
+	assert_int_equal(read_cgroup_text("4:memory:/a\n1:cpu:/\n", path, sizeof(path)), 0);
+	assert_string_equal(path, "/");
+	assert_int_equal(read_cgroup_text("0::/a/b\n", path, sizeof(path)), 0);
+	assert_string_equal(path, "/a/b");
+	assert_int_equal(read_cgroup_text("0::a\n", path, sizeof(path)), -EINVAL);
+	assert_int_equal(read_cgroup_text("0::\n", path, sizeof(path)), -EINVAL);
+	strcpy(cut, "0::/");
+	memset(cut + 4, 'd', CGROUP_PATH_CUT - 1);
+	strcpy(cut + 3 + CGROUP_PATH_CUT, "\n");
+	assert_int_equal(read_cgroup_text(cut, path, sizeof(path)), -ENAMETOOLONG);
+	free(cut);
+}
+
 static int parse_cgroup_fixture(const char *name, char *path, size_t pathlen)
 {
 	size_t n = load_hostile(name);
@@ -256,8 +301,15 @@ static void test_cgroup_overlong(void **state)
 	static char big[8192];
 
 	assert_int_equal(parse_cgroup_fixture("cgroup_overlong", big, 4096), -ENAMETOOLONG);
-	assert_int_equal(parse_cgroup_fixture("cgroup_overlong", big, sizeof(big)), 0);
-	assert_int_equal(strlen(big), 5001);
+	/* Longer than the kernel ever prints: refused whatever the room. */
+	assert_int_equal(parse_cgroup_fixture("cgroup_overlong", big, sizeof(big)), -ENAMETOOLONG);
+	/* What 6.18 printed for a path of 5040 bytes: cut at 4095, no error. */
+	assert_int_equal(parse_cgroup_fixture("cgroup_kernel_cut", big, sizeof(big)), -ENAMETOOLONG);
+	/* One byte shorter cannot have been cut. */
+	assert_int_equal(parse_cgroup_fixture("cgroup_longest_whole", big, sizeof(big)), 0);
+	assert_int_equal(strlen(big), CGROUP_PATH_CUT - 1);
+	assert_int_equal(parse_cgroup_fixture("cgroup_longest_whole", big, CGROUP_PATH_CUT), 0);
+	assert_int_equal(parse_cgroup_fixture("cgroup_longest_whole", big, CGROUP_PATH_CUT - 1), -ENAMETOOLONG);
 
 	/* Exact boundary: "/x" needs 3 bytes. */
 	assert_int_equal(parse_cgroup_buf("0::/x\n", 6, big, 2), -ENAMETOOLONG);
@@ -462,6 +514,7 @@ int main(void)
 	    cmocka_unit_test(test_real_cgroup_hybrid),
 	    cmocka_unit_test(test_cgroup_variants),
 	    cmocka_unit_test(test_cgroup_overlong),
+	    cmocka_unit_test(test_read_cgroup_fails_closed),
 	    cmocka_unit_test(test_status_thp),
 	    cmocka_unit_test(test_read_small_file_at),
 	    cmocka_unit_test(test_proc_root),

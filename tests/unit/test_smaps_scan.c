@@ -610,6 +610,49 @@ static void test_read_smaps_self(void **state)
 	free(buf);
 }
 
+/* After a process with many VMAs, the reader's memory goes back down. */
+static void test_trim_after_large_read(void **state)
+{
+	enum { N = 8000 }; /* ~10 MiB of smaps: past SMAPS_KEEP_BYTES */
+	const long page = sysconf(_SC_PAGESIZE);
+	char *area = mmap(NULL, (size_t)(2 * N * page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *buf = NULL;
+	size_t cap = 0;
+	struct vma_list l;
+	int dirfd;
+
+	(void)state;
+	assert_true(area != MAP_FAILED);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(mprotect(area + 2 * i * page, (size_t)page, PROT_READ | PROT_WRITE), 0);
+	dirfd = open("/proc/self", O_RDONLY | O_DIRECTORY);
+	assert_true(dirfd >= 0);
+	vma_list_init(&l);
+	assert_int_equal(read_smaps(dirfd, &buf, &cap, &l), 0);
+	assert_true(cap > SMAPS_KEEP_BYTES);
+	assert_true(l.n >= 2 * N);
+	vma_list_clear(&l);
+	assert_true(smaps_trim(&buf, &cap, &l, SMAPS_KEEP_BYTES) > SMAPS_KEEP_BYTES);
+	assert_null(buf);
+	assert_int_equal(cap, 0);
+	munmap(area, (size_t)(2 * N * page));
+
+	/* A small process afterwards: read works again, and nothing is trimmed. */
+	assert_int_equal(read_smaps(dirfd, &buf, &cap, &l), 0);
+	assert_true(l.n > 0);
+	assert_true(cap <= SMAPS_KEEP_BYTES);
+	char *kept = buf;
+	vma_list_clear(&l);
+	assert_int_equal(smaps_trim(&buf, &cap, &l, SMAPS_KEEP_BYTES), 0);
+	assert_ptr_equal(buf, kept);
+	/* keep = 0 frees everything that is allocated. */
+	assert_true(smaps_trim(&buf, &cap, &l, 0) > 0);
+	assert_null(buf);
+	assert_null(l.v);
+	close(dirfd);
+	vma_list_free(&l);
+}
+
 static void test_read_smaps_gone(void **state)
 {
 	(void)state;
@@ -658,6 +701,7 @@ int main(void)
 	    cmocka_unit_test(test_list_reuse_and_append),
 	    cmocka_unit_test(test_read_smaps_self),
 	    cmocka_unit_test(test_read_smaps_gone),
+	    cmocka_unit_test(test_trim_after_large_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

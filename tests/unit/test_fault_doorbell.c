@@ -1,0 +1,176 @@
+/* fault_doorbell with injected system calls: CPUs that are offline at open
+ * (ENODEV, as 6.18 answers) are opened once the online list changes; a
+ * forced refresh opens every event again (a CPU that went offline and came
+ * back in between has a silent event); the old events are closed; a fault
+ * on a CPU that came online rings the bell. Then the real thing, once. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fault_doorbell.h"
+
+#define NCPU 4
+
+static struct fake {
+	bool online[NCPU];
+	int open_err; /* every open fails with this, if set */
+	int opens, closes, live;
+	struct perf_event_mmap_page *page[NCPU]; /* the last one opened per CPU */
+} fk;
+
+static int fake_open(void *ctx, int cpu, size_t len, int *fd, void **page)
+{
+	assert_ptr_equal(ctx, &fk);
+	assert_true(cpu >= 0 && cpu < NCPU);
+	if (fk.open_err)
+		return -fk.open_err;
+	if (!fk.online[cpu])
+		return -ENODEV;
+	fk.page[cpu] = calloc(1, len);
+	assert_non_null(fk.page[cpu]);
+	*page = fk.page[cpu];
+	*fd = 100 + cpu;
+	fk.opens++;
+	fk.live++;
+	return 0;
+}
+
+static void fake_close(void *ctx, int fd, void *page, size_t len)
+{
+	(void)ctx;
+	(void)len;
+	assert_true(fd >= 100 && fd < 100 + NCPU);
+	free(page);
+	fk.closes++;
+	fk.live--;
+}
+
+/* The online list, as the kernel prints it ("0-1,3\n" style is not needed:
+ * only a change matters). */
+static int fake_online(void *ctx, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	(void)ctx;
+	for (int c = 0; c < NCPU && n + 3 < size; c++)
+		if (fk.online[c])
+			n += (size_t)snprintf(buf + n, size - n, "%d,", c);
+	snprintf(buf + n, size - n, "\n");
+	return 0;
+}
+
+static const struct fault_doorbell_ops ops = {
+    .open_cpu = fake_open, .close_cpu = fake_close, .read_online = fake_online, .ctx = &fk};
+
+static void fault_on(int cpu)
+{
+	fk.page[cpu]->data_head += 32;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&fk, 0, sizeof(fk));
+	return 0;
+}
+
+static void test_cpu_comes_online(void **state)
+{
+	struct fault_doorbell d;
+
+	(void)state;
+	fk.online[0] = true; /* 1..3 offline at start */
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	assert_int_equal(d.ncpu, 1);
+	assert_false(fault_doorbell_rang(&d));
+	assert_int_equal(fault_doorbell_refresh(&d, false), 0); /* nothing changed */
+	assert_int_equal(fk.opens, 1);
+
+	fk.online[2] = true;
+	assert_int_equal(fault_doorbell_refresh(&d, false), 1);
+	assert_int_equal(d.ncpu, 2);
+	assert_int_equal(fk.live, 2); /* the old event was closed */
+	fault_doorbell_arm(&d);
+	assert_false(fault_doorbell_rang(&d));
+	fault_on(2);
+	assert_true(fault_doorbell_rang(&d));
+	fault_doorbell_arm(&d);
+	assert_false(fault_doorbell_rang(&d));
+
+	/* An offline-online cycle between two looks: same list, dead event;
+	 * only a forced refresh gets a live one. */
+	assert_int_equal(fault_doorbell_refresh(&d, false), 0);
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	assert_int_equal(fk.live, 2);
+	assert_int_equal(fk.opens, 5);
+
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+	assert_int_equal(fault_doorbell_refresh(&d, true), 0); /* closed: nothing */
+}
+
+static void test_refresh_failure_rings(void **state)
+{
+	struct fault_doorbell d;
+
+	(void)state;
+	fk.online[0] = fk.online[1] = true;
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	fk.open_err = EMFILE;
+	assert_int_equal(fault_doorbell_refresh(&d, true), -EMFILE);
+	assert_int_equal(fk.live, 0);
+	assert_true(fault_doorbell_rang(&d)); /* no events: never idle */
+	fk.open_err = 0;
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	assert_int_equal(d.ncpu, 2);
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+}
+
+static void test_no_cpu_at_all(void **state)
+{
+	struct fault_doorbell d;
+
+	(void)state;
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), -ENODEV);
+	assert_true(fault_doorbell_rang(&d));
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, 0), -EINVAL);
+}
+
+/* The real perf events: open on every online CPU, and a refresh with
+ * nothing changed does nothing. */
+static void test_real(void **state)
+{
+	struct fault_doorbell d;
+	int r;
+
+	(void)state;
+	r = fault_doorbell_open(&d);
+	if (r == -EACCES || r == -EPERM) /* unit tests may run unprivileged */
+		return;
+	assert_int_equal(r, 0);
+	assert_true(d.ncpu >= 1);
+	assert_true(strlen(d.online) > 0);
+	assert_int_equal(fault_doorbell_refresh(&d, false), 0);
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	fault_doorbell_close(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_cpu_comes_online, setup),
+	    cmocka_unit_test_setup(test_refresh_failure_rings, setup),
+	    cmocka_unit_test_setup(test_no_cpu_at_all, setup),
+	    cmocka_unit_test(test_real),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -45,7 +45,7 @@ RSS_GROWTH_KB=1024
 require_root
 require_exec "$HC_BIN" "$HC_WORKLOAD" "$HC_CHURN_WORKER"
 require_cgroup2
-require_no_other_daemon
+hc_daemon_prepare
 
 hc_cgroup_create churn || {
 	hc_not_ok "create a cgroup"

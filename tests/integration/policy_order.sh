@@ -28,7 +28,7 @@
 require_root
 require_cgroup2
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 IDLE=(idle1 idle2 idle3)
 ALL=("${IDLE[@]}" cold hot)

@@ -22,7 +22,7 @@
 require_root
 require_cgroup2
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 MAX_WAIT=3
 hc_cgroup_create hot || exit 1

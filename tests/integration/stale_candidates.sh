@@ -19,7 +19,7 @@
 require_root
 require_cgroup2
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 MB=32
 BLOCK=$((2 << 20))

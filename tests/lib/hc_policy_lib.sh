@@ -6,7 +6,7 @@
 #
 # What it adds, all undone by one EXIT trap even when a test fails:
 #  - the THP sysfs knobs the daemon may write are saved by
-#    require_no_other_daemon and written back at exit if they differ (so a
+#    hc_daemon_prepare and written back at exit if they differ (so a
 #    daemon that forgot to restore them cannot leave the machine changed);
 #  - cgroup v2 groups made with hc_cgroup_create are removed (after the
 #    workloads in them were killed);
@@ -75,8 +75,7 @@ hc_cgroup2_root()
 require_cgroup2()
 {
 	HC_CG_ROOT=$(hc_cgroup2_root) || {
-		echo "SKIP: needs a cgroup v2 hierarchy (to confine the daemon to the test's processes)"
-		exit 77
+		hc_skip "needs a cgroup v2 hierarchy (to confine the daemon to the test's processes)"
 	}
 }
 
@@ -102,24 +101,22 @@ hc_note_foreign()
 	done
 }
 
-# Another daemon would collapse the test's workloads behind its back (or
-# change sysfs): wait up to 60 s for it to go, else skip. Then saves the THP
-# knobs for the EXIT trap: every test that runs the daemon must call this.
+# Every test that runs the daemon calls this first: it saves the THP knobs
+# for the EXIT trap. It neither waits for nor skips because of another
+# hugecollapsed: the test's own daemon is confined to the test's cgroups
+# (hc_write_config disables collapsing everywhere else) or to --pid, so other
+# tests' daemons never touch its workloads, and it never touches theirs.
+# A foreign daemon that collapses everything (a system service) is named at
+# exit (hc_note_foreign), as the likely cause of any failure.
+hc_daemon_prepare()
+{
+	hc_thp_save
+	hc_note_foreign
+}
+# The old name, for tests written against it.
 require_no_other_daemon()
 {
-	local i others
-	require_cmd pgrep
-	for ((i = 0; i < 60; i++)); do
-		others=$(hc_foreign_daemons)
-		if [[ -z $others ]]; then
-			hc_thp_save # now that no one else has them changed
-			return 0
-		fi
-		((i == 0)) && echo "# waiting for other hugecollapsed processes to exit: ${others//$'\n'/ }"
-		sleep 1
-	done
-	echo "SKIP: another hugecollapsed is running (PIDs ${others//$'\n'/ }); it would collapse this test's workloads"
-	exit 77
+	hc_daemon_prepare
 }
 
 # hc_cgroup_create NAME: makes a cgroup; sets CG_DIR[NAME] (its directory)

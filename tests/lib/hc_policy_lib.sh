@@ -187,14 +187,32 @@ hc_daemon_start()
 	return 1
 }
 
+# hc_stop_child PID: SIGTERM to a child of this shell, then SIGKILL if it
+# has not exited within 10 s (scaled): a daemon stuck in a blocking call
+# must fail its test, not hang it. Returns the child's exit status.
+hc_stop_child()
+{
+	local pid=$1 i limit
+	limit=$(($(hc_scaled 10) * 10))
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < limit; i++)); do
+		[[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) =~ ^(Z|)$ ]] && break
+		sleep 0.1
+	done
+	if ((i == limit)); then
+		echo "# PID $pid did not exit within $(hc_scaled 10) s of SIGTERM: killing it"
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid"
+}
+
 # hc_daemon_stop: SIGTERM, wait; returns its exit status.
 hc_daemon_stop()
 {
 	local rc
 	[[ -n $HC_DAEMON_PID ]] || return 0
 	hc_note_foreign
-	kill -TERM "$HC_DAEMON_PID" 2>/dev/null
-	wait "$HC_DAEMON_PID"
+	hc_stop_child "$HC_DAEMON_PID"
 	rc=$?
 	HC_DAEMON_PID=
 	return "$rc"
@@ -224,8 +242,7 @@ hc_policy_cleanup()
 	local pid i
 	for pid in "${HC_EXTRA_PIDS[@]}"; do
 		if [[ $(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) == "$$" ]]; then
-			kill -TERM "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
+			hc_stop_child "$pid" 2>/dev/null
 		fi
 	done
 	HC_EXTRA_PIDS=()

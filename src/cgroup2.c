@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -83,10 +84,9 @@ int parse_cgroup2_mount_buf(const char *buf, size_t len, char *mnt, size_t mntle
 		if (r < 0 && found == -ENOENT)
 			found = r;
 		if (r == 1 && (found != 0 || strcmp(rt, "/") == 0)) {
-			if (strlen(m) >= mntlen || strlen(rt) >= rootlen)
+			if ((size_t)snprintf(mnt, mntlen, "%s", m) >= mntlen ||
+			    (size_t)snprintf(root, rootlen, "%s", rt) >= rootlen)
 				return -ENAMETOOLONG;
-			strcpy(mnt, m);
-			strcpy(root, rt);
 			if (strcmp(rt, "/") == 0)
 				return 0;
 			found = 0;
@@ -99,9 +99,8 @@ int parse_cgroup2_mount_buf(const char *buf, size_t len, char *mnt, size_t mntle
 int cgroup2_open_dir(struct cgroup2_root *r, const char *dir, const char *root)
 {
 	r->fd = -1;
-	if (strlen(root) >= sizeof(r->root))
+	if ((size_t)snprintf(r->root, sizeof(r->root), "%s", root) >= sizeof(r->root))
 		return -ENAMETOOLONG;
-	strcpy(r->root, root);
 	r->fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return r->fd < 0 ? -errno : 0;
 }

@@ -83,11 +83,11 @@ sample_all()
 	' "${files[@]}"
 }
 
-# Sample until every idle workload is collapsed, or 20 s.
+# Sample until every idle workload is collapsed, or 20 s (scaled).
 round=0 hot_round=-1 idle_round=-1 cold_max=0 all_done=0
 declare -A PCT=()
 SAMPLES=$HC_TMP/samples
-deadline=$((SECONDS + 20))
+deadline=$((SECONDS + $(hc_scaled 20)))
 while ((SECONDS < deadline)); do
 	round=$((round + 1))
 	line="round $round:"

@@ -177,7 +177,7 @@ hc_daemon_start()
 	HC_DAEMON_PID=$!
 	HC_EXTRA_PIDS+=("$HC_DAEMON_PID")
 	hc_note_foreign
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
 		grep -q 'started:' "$HC_DAEMON_LOG" && return 0
 		kill -0 "$HC_DAEMON_PID" 2>/dev/null || break
 		sleep 0.1
@@ -224,10 +224,11 @@ hc_daemon_passes()
 	grep -c 'pass [0-9]*: collapsed' "$HC_DAEMON_LOG"
 }
 
-# hc_wait_passes N [TIMEOUT_S]: waits until N more passes were logged.
+# hc_wait_passes N [TIMEOUT_S]: waits until N more passes were logged, up
+# to TIMEOUT_S (20) seconds, scaled by HC_TIME_SCALE.
 hc_wait_passes()
 {
-	local want=$(($(hc_daemon_passes) + $1)) limit=$((${2:-20} * 10)) i
+	local want=$(($(hc_daemon_passes) + $1)) limit=$(($(hc_scaled "${2:-20}") * 10)) i
 	for ((i = 0; i < limit; i++)); do
 		(($(hc_daemon_passes) >= want)) && return 0
 		sleep 0.1

@@ -59,8 +59,9 @@ hc_skip()
 }
 
 # hc_scaled SECONDS: a deadline stretched by HC_TIME_SCALE (an integer, 1 by
-# default; scripts/test.sh sets 3 for the 2-3x slower sanitizer build). Only
-# waits use it, never the bounds a test asserts.
+# default; scripts/test.sh sets 3 for the 2-3x slower sanitizer build). For
+# waits, and for bounds on the build's own speed; never for a bound on what
+# the kernel or a contract requires (a watchdog interval, a ratio).
 hc_scaled()
 {
 	echo $(($1 * ${HC_TIME_SCALE:-1}))

@@ -32,6 +32,8 @@ static int take_field(const char **p, const char *end, char *out, size_t outlen)
 			c = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
 			s += 3;
 		}
+		if (c == 0)
+			return -EINVAL; /* raw or \000: never from the kernel, and it would cut the path */
 		if (o + 1 >= outlen)
 			return -ENAMETOOLONG;
 		out[o++] = c;

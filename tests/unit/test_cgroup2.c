@@ -94,10 +94,16 @@ static void test_hostile(void **state)
 	memcpy(big, "1 2 0:3 / /", 11);
 	strcpy(big + sizeof(big) - 30, " rw - cgroup2 cgroup2 rw\n");
 	assert_int_equal(parse(big), -ENAMETOOLONG);
-	/* NUL bytes inside the text are just bytes. */
+	/* A NUL byte (raw or \000) in a path would cut it short: malformed. */
 	assert_int_equal(
 	    parse_cgroup2_mount_buf("1 2 0:3 / /a\0b rw - cgroup2 x rw\n", 34, mnt, sizeof(mnt), root, sizeof(root)),
+	    -EINVAL);
+	assert_int_equal(parse("1 2 0:3 / /a\\000b rw - cgroup2 x rw\n"), -EINVAL);
+	/* Elsewhere on the line, a NUL is just a byte. */
+	assert_int_equal(
+	    parse_cgroup2_mount_buf("1 2 0:3 / /ab r\0w - cgroup2 x rw\n", 34, mnt, sizeof(mnt), root, sizeof(root)),
 	    0);
+	assert_string_equal(mnt, "/ab");
 }
 
 /* ---- existence and pruning on a fixture tree ---- */

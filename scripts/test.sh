@@ -61,8 +61,10 @@ no_skips()
 # The suite again, built by clang with ASan and UBSan. Reports also go to
 # files (log_path), so one from a process whose exit status a test ignores
 # still fails the stage. The build is 2-3x slower: HC_TIME_SCALE=3 stretches
-# the tests' deadlines (hc_deadline in tests/lib/hc_test_lib.sh), never their
-# assertions. Not run here (excluded by design, not skipped):
+# the tests' deadlines and bounds on the build's own speed (hc_scaled in
+# tests/lib/hc_test_lib.sh), never a bound on the kernel's behaviour or a
+# contract (the watchdog interval). Not run here (excluded by design, not
+# skipped):
 # - integration/systemd and integration/unit_lint install the daemon into a
 #   container or staging root and check the unit, which a sanitizer build
 #   adds nothing to (and the container has no sanitizer runtime);

@@ -246,8 +246,12 @@ assert_ge "ranges_total{result=\"collapsed\"} counts them" \
 	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_ranges_total{result="collapsed"}')" $((${bytes:-0} >> 21))
 assert_ge "processes_scanned_total >= 1" "$(value "$HC_TMP/snap1.prom" hugecollapsed_processes_scanned_total)" 1
 
-# Counters never go down from one write to the next.
-sleep 1
+# Counters never go down from one write to the next: a later write.
+p1=$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)
+for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
+	(($(value "$PROM" hugecollapsed_passes_total) > p1)) && break
+	sleep 0.1
+done
 cp "$PROM" "$HC_TMP/snap2.prom"
 assert_lt "passes_total grew" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" \
 	"$(value "$HC_TMP/snap2.prom" hugecollapsed_passes_total)"
@@ -300,13 +304,15 @@ MISSING=$RUN/missing
 write_config "$MISSING/metrics.prom"
 ERR=$HC_TMP/daemon2.err
 start_daemon "$ERR"
-sleep 2 # about 10 passes
+# The first failure, then about 10 passes more (200 ms each).
+hc_wait_until 10 grep -q 'cannot write metrics file' "$ERR"
+sleep 2
 if alive "$DPID"; then hc_ok "runs on without its metrics directory"; else hc_not_ok "died without its metrics directory"; fi
 assert_eq "the error is logged once in 10 passes" "$(grep -c 'cannot write metrics file' "$ERR")" 1
 assert_cmd "the error names the file and the reason" \
 	grep -qF "cannot write metrics file $MISSING/metrics.prom: No such file or directory" "$ERR"
 mkdir -m 0755 "$MISSING"
-for ((i = 0; i < 30; i++)); do [[ -s $MISSING/metrics.prom ]] && break; sleep 0.1; done
+hc_wait_until 10 test -s "$MISSING/metrics.prom"
 assert_cmd "written once the directory exists" test -s "$MISSING/metrics.prom"
 assert_cmd "and the log says so" grep -q 'written again' "$ERR"
 
@@ -314,7 +320,9 @@ assert_cmd "and the log says so" grep -q 'written again' "$ERR"
 : >"$RUN/notadir"
 write_config "$RUN/notadir/metrics.prom"
 kill -HUP "$DPID"
-sleep 2
+errors_at_least() { (($(grep -c 'cannot write metrics file' "$ERR") >= $1)); }
+hc_wait_until 10 errors_at_least 2
+sleep 2 # about 10 passes more
 if alive "$DPID"; then hc_ok "runs on with a file for a metrics directory"; else hc_not_ok "died with a file for a metrics directory"; fi
 assert_eq "that error is logged once too" "$(grep -c 'cannot write metrics file' "$ERR")" 2
 assert_cmd "it names ENOTDIR" grep -q 'Not a directory' "$ERR"

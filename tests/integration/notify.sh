@@ -63,7 +63,7 @@ first_after()
 wait_after()
 {
 	local i n
-	for ((i = 0; i < ${3:-10} * 20; i++)); do
+	for ((i = 0; i < $(hc_scaled "${3:-10}") * 20; i++)); do
 		n=$(first_after "$1" "$2")
 		[[ -n $n ]] && echo "$n" && return 0
 		sleep 0.05
@@ -129,7 +129,7 @@ fi
 status=$(wait_after "$ready" '^STATUS=pass [0-9]+:')
 need "a: STATUS=pass N: after READY=1" "$status"
 # Three watchdog pings: at 1, 2, 3 s (half of WATCHDOG_USEC).
-for ((i = 0; i < 100 && $(count_after "$ready" '^WATCHDOG=1$') < 3; i++)); do sleep 0.1; done
+for ((i = 0; i < $(hc_scaled 10) * 10 && $(count_after "$ready" '^WATCHDOG=1$') < 3; i++)); do sleep 0.1; done
 assert_ge "a: WATCHDOG=1 repeatedly after READY=1" "$(count_after "$ready" '^WATCHDOG=1$')" 3
 assert_eq "a: no WATCHDOG=1 before READY=1" "$(awk -v r="$ready" 'NR < r && / WATCHDOG=1$/' "$NLOG" | wc -l)" 0
 # The daemon must ping within WATCHDOG_USEC, from READY=1 to the last
@@ -159,7 +159,7 @@ skew_ms=$(awk -v l="$mono" 'NR == l { split($3, kv, "="); d = $1 * 1e6 - kv[2]; 
 assert_lt "b: MONOTONIC_USEC is now (ms off)" "$skew_ms" 1000
 ready2=$(wait_after "$reloading" '^READY=1$')
 need "b: READY=1 after RELOADING=1" "$ready2"
-for ((i = 0; i < 50; i++)); do grep -q reloaded "$DERR" && break; sleep 0.1; done
+hc_wait_until 5 grep -q reloaded "$DERR"
 assert_cmd "b: the log says reloaded" grep -q "reloaded $CONF" "$DERR"
 
 ### c) A broken file on reload keeps the old configuration.
@@ -172,7 +172,7 @@ reloading=$(wait_after "$from" '^RELOADING=1$')
 need "c: RELOADING=1 for the broken file" "$reloading"
 ready3=$(wait_after "$reloading" '^READY=1$')
 need "c: READY=1 after the failed reload" "$ready3"
-for ((i = 0; i < 50; i++)); do grep -q 'reload failed' "$DERR" && break; sleep 0.1; done
+hc_wait_until 5 grep -q 'reload failed' "$DERR"
 assert_cmd "c: the log says the reload failed and the old config is kept" \
 	grep -q 'reload failed, keeping the previous configuration' "$DERR"
 assert_cmd "c: the log names FILE:LINE" grep -qF "$CONF:4: key 'no_such_key'" "$DERR"
@@ -202,7 +202,7 @@ from=$(lines)
 kill -HUP "$DPID"
 ready4=$(wait_after "$from" '^READY=1$')
 need "c: READY=1 after the fixed reload" "$ready4"
-for ((i = 0; i < 50; i++)); do [[ -s $HC_TMP/metrics2.prom ]] && break; sleep 0.1; done
+hc_wait_until 5 test -s "$HC_TMP/metrics2.prom"
 assert_eq "c: reloaded twice in the log" "$(grep -c "reloaded $CONF" "$DERR")" 2
 assert_cmd "c: the fixed file's metrics_file is written" test -s "$HC_TMP/metrics2.prom"
 

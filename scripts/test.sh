@@ -32,21 +32,39 @@ stage() # NAME COMMAND...: runs one stage, timed, and records its outcome
 	((rc == 0)) || failed+=("$name")
 }
 
-# A test that failed only on timing (two vCPUs shared with whatever else
-# the machine runs) gets a second try in both runs of the suite; the summary
-# names every test that needed it, so a flaky test stays in sight.
+# No test gets a second try: a test that fails once fails the run. Tests
+# that depend on timing poll to generous deadlines instead, scaled by
+# HC_TIME_SCALE where a build is slower (the sanitizer run below).
+#
+# In CI (CI=true) a skipped test fails the run too: the configure step
+# (tests/CMakeLists.txt) then makes exit 77 and cmocka's skip() failures,
+# and no_skips checks ctest's log as a second line of defence.
 suite()
 {
 	BUILD_DIR=$build bash "$src/scripts/build.sh"
 	cd "$build"
-	ctest --output-on-failure --timeout 900 --repeat until-pass:2 | tee "$build/ctest.log"
+	ctest --output-on-failure --timeout 900 | tee "$build/ctest.log"
+	no_skips "$build/ctest.log"
+}
+
+# no_skips LOG: with CI=true, fails if ctest reported a test skipped or not
+# run. Tests left out by -E are not in the log at all: that is by design.
+no_skips()
+{
+	[[ ${CI:-} == true ]] || return 0
+	if grep -E '\*\*\*(Skipped|Not Run)|\((Skipped|Not Run)\)' "$1"; then
+		echo "CI=true: the tests above were skipped or not run; in CI that is a failure"
+		return 1
+	fi
 }
 
 # The suite again, built by clang with ASan and UBSan. Reports also go to
 # files (log_path), so one from a process whose exit status a test ignores
-# still fails the stage, and a test that fails only on timing (the build
-# is 2-3x slower; integration/notify counts passes per second) gets a second
-# try. Not run here:
+# still fails the stage. The build is 2-3x slower: HC_TIME_SCALE=3 stretches
+# the tests' deadlines and bounds on the build's own speed (hc_scaled in
+# tests/lib/hc_test_lib.sh), never a bound on the kernel's behaviour or a
+# contract (the watchdog interval). Not run here (excluded by design, not
+# skipped):
 # - integration/systemd and integration/unit_lint install the daemon into a
 #   container or staging root and check the unit, which a sanitizer build
 #   adds nothing to (and the container has no sanitizer runtime);
@@ -64,11 +82,12 @@ sanitize()
 	rm -rf "$reports" && mkdir -p "$reports"
 	cd "$san"
 	local rc=0
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$reports/asan \
+	HC_TIME_SCALE=3 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$reports/asan \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan \
-		ctest --output-on-failure --timeout 900 --repeat until-pass:2 \
+		ctest --output-on-failure --timeout 900 \
 		-E '^integration/(systemd|unit_lint|policy_unchanged|write_audit|churn|policy_scale|smaps_bound)$' |
 		tee "$san/ctest.log" || rc=$?
+	no_skips "$san/ctest.log" || rc=1
 	if compgen -G "$reports/*" >/dev/null; then
 		echo "sanitizer reports:"
 		cat "$reports"/*
@@ -96,15 +115,6 @@ fi
 
 printf '\n=== summary\n'
 printf '%s\n' "${summary[@]}"
-# Tests with a failed attempt ("Test #N: NAME ...***Failed") that passed later.
-for log in "$build/ctest.log" "${build}-san/ctest.log"; do
-	[[ -f $log ]] || continue
-	sed -n 's/.*Test *#[0-9]*: \([^ ]*\) .*\*\*\*.*/\1/p' "$log" | sort -u | while read -r t; do
-		if grep -Eq "Test +#[0-9]+: $t \.+ +Passed" "$log"; then
-			echo "passed on a second try: $t ($(basename "$(dirname "$log")"))"
-		fi
-	done
-done
 if ((${#failed[@]})); then
 	echo "FAILED: ${failed[*]}"
 	exit 1

@@ -2,6 +2,8 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +13,63 @@
 
 #include "collapse.h"
 #include "scan_result.h"
+#include "utf8.h"
 
-/* Label values escape backslash, double quote and newline. */
+/* A label value as the text format requires: backslash, double quote and
+ * newline escaped (\\ \" \n), and UTF-8, so each byte of s that starts
+ * no valid sequence (a cgroup name may hold any byte but NUL, '/' and
+ * newline, which cgroupfs refuses: it is escaped all the same) is written
+ * as U+FFFD. Names that differ only there print the same: see
+ * cgroup_series(). */
 static void label_value(FILE *f, const char *s)
 {
-	for (; *s; s++) {
+	while (*s) {
+		size_t l = utf8_seq_len(s);
+
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", f);
+		else if (!l)
+			fputs(UTF8_REPLACEMENT, f);
 		else
-			fputc(*s, f);
+			fwrite(s, 1, l, f);
+		s += l ? l : 1;
 	}
+}
+
+/* s with U+FFFD for each byte that starts no valid UTF-8 sequence: what
+ * label_value() prints, before escaping. NULL if s is valid (or no memory). */
+static char *replaced_utf8(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	if (utf8_valid(s))
+		return NULL;
+	for (const char *p = s; *p;) {
+		size_t l = utf8_seq_len(p);
+		n += l ? l : sizeof(UTF8_REPLACEMENT) - 1;
+		p += l ? l : 1;
+	}
+	out = o = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (const char *p = s; *p;) {
+		size_t l = utf8_seq_len(p);
+
+		if (l) {
+			memcpy(o, p, l);
+			o += l;
+			p += l;
+		} else {
+			memcpy(o, UTF8_REPLACEMENT, sizeof(UTF8_REPLACEMENT) - 1);
+			o += sizeof(UTF8_REPLACEMENT) - 1;
+			p++;
+		}
+	}
+	*o = 0;
+	return out;
 }
 
 static void header(FILE *f, const char *name, const char *type, const char *help)
@@ -43,6 +90,53 @@ static void scalar_seconds(FILE *f, const char *name, const char *type, const ch
 	fprintf(f, "%s %.6f\n", name, v);
 }
 
+/* The same label twice would make the whole file invalid, and names that
+ * differ only in invalid UTF-8 print the same: such series are printed once,
+ * with their sum. Only names with invalid UTF-8 (rare) are compared, so the
+ * usual cost is one validation per cgroup. */
+static void cgroup_series(FILE *f, const struct cgroup_bytes *cg, size_t n)
+{
+	char **fixed = NULL; /* replaced_utf8() of each name, NULL if valid */
+	size_t nfixed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char *r = utf8_valid(cg[i].cgroup) ? NULL : replaced_utf8(cg[i].cgroup);
+
+		if (r && !fixed)
+			fixed = calloc(n, sizeof(*fixed));
+		if (r && !fixed)
+			free(r); /* no memory: print unmerged, as valid as it gets */
+		else if (r) {
+			fixed[i] = r;
+			nfixed++;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *li = fixed && fixed[i] ? fixed[i] : cg[i].cgroup;
+		uint64_t sum = cg[i].bytes;
+		bool dup = false;
+
+		for (size_t j = 0; nfixed && j < n && !dup; j++) {
+			const char *lj = fixed[j] ? fixed[j] : cg[j].cgroup;
+
+			if (j == i || (!fixed[i] && !fixed[j]) || strcmp(li, lj) != 0)
+				continue;
+			if (j < i)
+				dup = true; /* printed with the first */
+			else
+				sum += cg[j].bytes;
+		}
+		if (dup)
+			continue;
+		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
+		label_value(f, li);
+		fprintf(f, "\"} %llu\n", (unsigned long long)sum);
+	}
+	for (size_t i = 0; fixed && i < n; i++)
+		free(fixed[i]);
+	free(fixed);
+}
+
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 {
 	const struct pass_stats *t = &e->total;
@@ -57,11 +151,7 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	scalar_seconds(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.",
 		       t->collapse_s);
 	header(f, "hugecollapsed_collapsed_bytes_total", "counter", "Bytes collapsed into huge pages, by cgroup.");
-	for (size_t i = 0; i < e->ncg_bytes; i++) {
-		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
-		label_value(f, e->cg_bytes[i].cgroup);
-		fprintf(f, "\"} %llu\n", (unsigned long long)e->cg_bytes[i].bytes);
-	}
+	cgroup_series(f, e->cg_bytes, e->ncg_bytes);
 	header(f, "hugecollapsed_ranges_total", "counter", "2 MiB ranges by scan result and by collapse outcome.");
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", scan_result_name(r),
@@ -89,6 +179,25 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 		   (unsigned long long)now.tv_sec);
 }
 
+/* The temporary file is always a new regular file of ours. O_EXCL opens
+ * nothing that is already there: a FIFO planted at the name would block the
+ * daemon, a symlink would redirect its write (O_NOFOLLOW, O_NONBLOCK: the
+ * same, twice over). Whatever is there (a crashed daemon's file with our
+ * PID, or something planted) is unlinked, which removes a symlink and not
+ * its target, and the open tried once more; a directory there is an error. */
+static int open_temp(const char *tmp)
+{
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	int fd = open(tmp, flags, 0644);
+
+	if (fd < 0 && errno == EEXIST) {
+		if (unlink(tmp) != 0 && errno != ENOENT)
+			return -errno;
+		fd = open(tmp, flags, 0644);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
 int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode)
 {
 	char tmp[4096];
@@ -99,18 +208,11 @@ int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode
 		return 0;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = open_temp(tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* 0644 whatever the umask (the unit's is 0077): node_exporter reads it
 	 * as another user. */
-	if (fchmod(fd, 0644) != 0) {
-		err = -errno;
-		close(fd);
-		unlink(tmp);
-		return err;
-	}
-	/* Readable by node_exporter whatever the umask (the unit sets 0077). */
 	if (fchmod(fd, 0644) != 0) {
 		err = -errno;
 		close(fd);

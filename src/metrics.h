@@ -6,11 +6,18 @@
 #include "config.h"
 #include "engine.h"
 
-/* Writes the metrics text of everything since start to f. */
+/* Writes the metrics text of everything since start to f. Label values
+ * are escaped (\\ \" \n) and valid UTF-8: each byte of a cgroup name that
+ * starts no valid sequence reads U+FFFD, and names that become equal are
+ * one series with their sum. The caller forgets removed cgroups first
+ * (cgroup_bytes_prune() in cgroup2.h). */
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode);
 
-/* Writes path atomically (temporary file in the same directory, fsync,
- * rename), mode 0644. Returns 0 or -errno; "" means no metrics file. */
+/* Writes path atomically (temporary file PATH.tmp.PID in the same
+ * directory, fsync, rename), mode 0644. The temporary file is created
+ * O_EXCL|O_NOFOLLOW|O_NONBLOCK: whatever is found at its name (a FIFO, a
+ * symlink, a stale file) is unlinked, never opened, and the open tried
+ * once more. Returns 0 or -errno; "" means no metrics file. */
 int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode);
 
 /* Prints a readable summary of a metrics file. Returns 0 or -errno. */

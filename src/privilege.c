@@ -10,6 +10,21 @@
 
 #include "procs.h"
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*   CapEff:	000001fffeffffff
+ * Exactly what the kernel prints: 1 to 16 hex digits after blanks. strtoull
+ * alone would also take a sign ("-1" reads as every capability), "0x", and
+ * stop at a NUL byte without a word. */
 int parse_cap_eff(const char *buf, size_t len, uint64_t *caps)
 {
 	const char *p = buf, *end = buf + len;
@@ -19,19 +34,23 @@ int parse_cap_eff(const char *buf, size_t len, uint64_t *caps)
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
 		if (l > 7 && !memcmp(p, "CapEff:", 7)) {
-			char hex[32];
-			char *e;
-			size_t i = 7;
+			uint64_t v = 0;
+			size_t i = 7, digits;
 
 			while (i < l && (p[i] == ' ' || p[i] == '\t'))
 				i++;
-			if (l - i == 0 || l - i >= sizeof(hex))
+			digits = l - i;
+			if (digits == 0 || digits > 16)
 				return -EINVAL;
-			memcpy(hex, p + i, l - i);
-			hex[l - i] = 0;
-			errno = 0;
-			*caps = strtoull(hex, &e, 16);
-			return errno || *e ? -EINVAL : 0;
+			for (; i < l; i++) {
+				int d = hex_digit(p[i]);
+
+				if (d < 0)
+					return -EINVAL;
+				v = v << 4 | (uint64_t)d;
+			}
+			*caps = v;
+			return 0;
 		}
 		p += l + 1;
 	}

@@ -10,7 +10,9 @@
 #define HC_CAP_SYS_ADMIN       21
 #define HC_CAP_SYS_NICE        23
 
-/* Parses CapEff from /proc/self/status text. Returns 0 or -EINVAL. Pure. */
+/* Parses the first CapEff line of /proc/self/status text: 1 to 16 hex
+ * digits, nothing else. Returns 0 or -EINVAL (no such line, or malformed:
+ * *caps is then unchanged). Pure. */
 int parse_cap_eff(const char *buf, size_t len, uint64_t *caps);
 
 /* Checks the effective set: CAP_SYS_ADMIN (PFNs in pagemap, kpageflags),

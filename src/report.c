@@ -5,6 +5,7 @@
 
 #include "collapse.h"
 #include "scan_result.h"
+#include "utf8.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -13,16 +14,25 @@ static const char *tier_name(unsigned t)
 	return t == TIER_AGED ? "aged" : t == TIER_ACTIVE ? "active" : "idle";
 }
 
+/* JSON text is UTF-8 (RFC 8259): a byte that starts no valid sequence (a
+ * comm or cgroup name may hold any) becomes \ufffd, so jq and every other
+ * parser still read the output. */
 void json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		size_t l = utf8_seq_len(s);
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else if (!l)
+			fputs("\\ufffd", f);
 		else
-			fputc(*p, f);
+			fwrite(s, 1, l, f);
+		s += l ? l : 1;
 	}
 	fputc('"', f);
 }

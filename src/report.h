@@ -13,5 +13,6 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 void report_json(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process);
 
-/* Writes s as a JSON string literal, escaped. */
+/* Writes s as a JSON string literal: quote, backslash and control bytes
+ * escaped, each byte that starts no valid UTF-8 sequence as \ufffd. */
 void json_string(FILE *f, const char *s);

@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
+#include "cgroup2.h"
 #include "config.h"
 #include "engine.h"
 #include "khugepaged.h"
@@ -28,9 +29,10 @@ struct service {
 	sd_event *event;
 	sd_event_source *pass_source; /* a timer, or a defer source back to back */
 	bool back_to_back;
-	bool metrics_failed; /* logged once until it works again */
-	double max_pass_s;   /* bound on one dispatch: a quarter of the watchdog */
-	double last_report;  /* monotonic seconds of the last metrics/STATUS */
+	bool metrics_failed;         /* logged once until it works again */
+	struct cgroup2_root cgroup2; /* to forget the metrics of removed cgroups */
+	double max_pass_s;           /* bound on one dispatch: a quarter of the watchdog */
+	double last_report;          /* monotonic seconds of the last metrics/STATUS */
 	int exit_status;
 };
 
@@ -46,7 +48,12 @@ static void notify_status(struct service *s)
 
 static void write_metrics(struct service *s)
 {
-	int r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode);
+	int r;
+
+	/* A removed cgroup's series goes (and a new cgroup of the same name
+	 * starts from 0): one fstatat per cgroup that ever had a collapse. */
+	cgroup_bytes_prune(s->engine.cg_bytes, &s->engine.ncg_bytes, &s->cgroup2);
+	r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode);
 
 	if (r < 0 && !s->metrics_failed)
 		log_err("cannot write metrics file %s: %s (will keep trying)", s->cfg.metrics_file, strerror(-r));
@@ -249,7 +256,7 @@ static int setup_loop(struct service *s)
 
 int service_run(const char *config_path)
 {
-	struct service s = {.config_path = config_path, .exit_status = 0};
+	struct service s = {.config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}};
 	char err[1024];
 	int r;
 
@@ -274,6 +281,9 @@ int service_run(const char *config_path)
 		config_free(&s.cfg);
 		return 1;
 	}
+	r = cgroup2_open(&s.cgroup2, "/proc/self/mountinfo");
+	if (r < 0)
+		log_info("no cgroup v2 mount found (%s): per-cgroup metrics of removed cgroups are kept", strerror(-r));
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
 	if (r == 0)
@@ -300,6 +310,7 @@ out:
 	sd_event_unref(s.event);
 	if (s.engine.procs)
 		engine_free(&s.engine);
+	cgroup2_close(&s.cgroup2);
 	khugepaged_restore(&s.khp);
 	config_free(&s.cfg);
 	return s.exit_status;

@@ -2,7 +2,9 @@
  * (version 0.0.4), as node_exporter's textfile collector would read it,
  * plus the naming rules the daemon promises:
  *
- *  - every line ends in '\n'; blank lines and other '#' comments are allowed;
+ *  - every line ends in '\n' and is UTF-8 (no overlong forms, surrogates
+ *    or code points above U+10FFFF); blank lines and other '#' comments
+ *    are allowed;
  *  - "# HELP name text" and "# TYPE name type" come before the family's
  *    first sample, each at most once; every family has both;
  *  - metric names match [a-zA-Z_:][a-zA-Z0-9_:]*, label names
@@ -357,6 +359,45 @@ static void sample(const char *s)
 	remember_series(s, len, labels);
 }
 
+/* Byte offset of the first byte of s[0..n) that is not in a well-formed
+ * UTF-8 sequence, or n. Written here from the Unicode table of well-formed
+ * sequences, independently of the daemon's src/utf8.c. */
+static size_t utf8_bad_at(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = s[i], need, lo = 0x80, hi = 0xbf;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong form */
+			hi = c == 0xed ? 0x9f : 0xbf; /* no surrogate */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			lo = c == 0xf0 ? 0x90 : 0x80; /* no overlong form */
+			hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
+		} else {
+			return i;
+		}
+		if (i + need >= n) /* cut short by the end of the line */
+			return i;
+		if (s[i + 1] < lo || s[i + 1] > hi)
+			return i;
+		for (unsigned k = 2; k <= need; k++)
+			if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+				return i;
+		i += need + 1;
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	char *line = NULL;
@@ -382,6 +423,8 @@ int main(int argc, char **argv)
 			line[--n] = 0;
 		if (strlen(line) != (size_t)n)
 			problem("NUL byte in line");
+		else if (utf8_bad_at((const unsigned char *)line, (size_t)n) != (size_t)n)
+			problem("not UTF-8 at byte %zu", utf8_bad_at((const unsigned char *)line, (size_t)n) + 1);
 		else if (!strncmp(line, "# HELP ", 7) || !strncmp(line, "# TYPE ", 7))
 			descriptor(line);
 		else if (line[0] == '#' || line[0] == 0)

@@ -14,8 +14,7 @@ require_exec "$HC_BIN" "$HC_WORKLOAD"
 
 CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 if [[ -z $CG_ROOT || ! -w $CG_ROOT/cgroup.procs ]]; then
-	echo "SKIP: no writable cgroup2 mount in /proc/mounts"
-	exit 77
+	hc_skip "no writable cgroup2 mount in /proc/mounts"
 fi
 ON=hc-test-on-$$
 OFF=hc-test-off-$$

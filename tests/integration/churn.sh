@@ -45,7 +45,7 @@ RSS_GROWTH_KB=1024
 require_root
 require_exec "$HC_BIN" "$HC_WORKLOAD" "$HC_CHURN_WORKER"
 require_cgroup2
-require_no_other_daemon
+hc_daemon_prepare
 
 hc_cgroup_create churn || {
 	hc_not_ok "create a cgroup"
@@ -58,10 +58,16 @@ hc_cgroup_create churn || {
 DET=$HC_TMP/detector.conf
 printf '[daemon]\nmetrics_file =\n[collapse]\nmax_ptes_none = 511\nmin_referenced_pct = 0\n' >"$DET"
 chmod 0644 "$DET"
-"$HC_CHURN_WORKER" sparse --ms 1500 2>"$HC_TMP/detector.err" &
+"$HC_CHURN_WORKER" sparse --ms $((1500 * ${HC_TIME_SCALE:-1})) 2>"$HC_TMP/detector.err" &
 det=$!
 HC_EXTRA_PIDS+=("$det")
-sleep 0.3
+# Until its buffer at the fixed address is filled (the 64 pages it touches:
+# 256 kB of Rss), not a fixed sleep.
+for ((i = 0; i < $(hc_scaled 5) * 20; i++)); do
+	(($(awk '/^200000000000-/ { v = 1; next } /^[0-9a-f]+-/ { v = 0 } v && $1 == "Rss:" { print $2; exit }' \
+		"/proc/$det/smaps" 2>/dev/null) + 0 >= 256)) && break
+	sleep 0.05
+done
 timeout 30 "$HC_BIN" --config "$DET" --once --pid "$det" --sample-ms 100 >/dev/null 2>&1
 wait "$det"
 assert_eq "self-check: a collapsed sparse worker reports it (exit 4)" "$?" 4

@@ -8,7 +8,9 @@
 #  2. A running daemon: metrics_file under directories that do not exist yet
 #     (like a missing /run/hugecollapsed), then exist, then are not writable,
 #     then are again: one log line per failure episode, one per recovery, no
-#     exit. Then each bad config above given by SIGHUP: "reload failed,
+#     exit. A FIFO and a symlink (to a file elsewhere) planted at the
+#     temporary name: the file is still written, the planted entry is
+#     gone, the link's target untouched. Then each bad config above given by SIGHUP: "reload failed,
 #     keeping the previous configuration", passes go on, the old metrics
 #     file keeps being written; a good config after them takes effect.
 #     The daemon runs without CAP_DAC_OVERRIDE (capsh), or root could write
@@ -163,6 +165,44 @@ if alive; then hc_ok "daemon runs on with an unwritable metrics directory"; else
 chmod 0755 "$METRICS_DIR"
 wait_log 'written again' 2
 assert_eq "directory writable again: recovery logged" "$(log_count 'written again')" 2
+
+# Something planted at the daemon's temporary name (PATH.tmp.PID): a FIFO
+# would block an open for writing until someone reads; a symlink to a file
+# elsewhere would redirect the write. The name exists only while a write is
+# under way, so plant between two writes.
+TEMP=$METRICS.tmp.$DPID
+VICTIM=$HC_TMP/victim
+echo "not metrics" >"$VICTIM"
+VICTIM_SUM=$(md5sum <"$VICTIM")
+plant() # fifo|link
+{
+	local i
+	for ((i = 0; i < 200; i++)); do
+		if [[ $1 == fifo ]]; then
+			mkfifo "$TEMP" 2>/dev/null && return 0
+		else
+			ln -s "$VICTIM" "$TEMP" 2>/dev/null && return 0
+		fi
+		sleep 0.01
+	done
+	return 1
+}
+for kind in fifo link; do
+	errors=$(log_count 'cannot write metrics file')
+	if plant "$kind"; then hc_ok "planted a $kind at $TEMP"; else hc_not_ok "cannot plant a $kind at $TEMP"; fi
+	before=$(passes_in "$METRICS")
+	hc_wait_passes 5 "$(hc_scaled 10)"
+	after=$(passes_in "$METRICS")
+	if alive && ((after > before)); then
+		hc_ok "$kind at the temporary name: the file is still written ($before -> $after passes)"
+	else
+		hc_not_ok "$kind at the temporary name: alive=$(alive && echo yes || echo no), passes $before -> $after"
+	fi
+	assert_eq "$kind at the temporary name: no write error logged" "$(log_count 'cannot write metrics file')" "$errors"
+	if [[ -p $TEMP || -L $TEMP ]]; then hc_not_ok "the planted $kind is still there"; else hc_ok "the planted $kind is gone"; fi
+	if [[ -f $METRICS && ! -L $METRICS ]]; then hc_ok "$kind: metrics file is a regular file"; else hc_not_ok "$kind: metrics file is not a regular file"; fi
+done
+assert_eq "the symlink's target is untouched" "$(md5sum <"$VICTIM")" "$VICTIM_SUM"
 
 # SIGHUP with each bad file at the config path: as a copy or as a symlink.
 n=0

@@ -23,7 +23,7 @@ require_root
 require_cgroup2
 require_cmd prlimit timeout
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 SLEEP=khugepaged/scan_sleep_millisecs
 PAGES=khugepaged/pages_to_scan

@@ -5,8 +5,7 @@
 . "$(dirname "$0")/../lib/hc_test_lib.sh"
 
 if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
-	echo "SKIP: needs man and groff (apt-get install man-db groff-base)"
-	exit 77
+	hc_skip "needs man and groff (apt-get install man-db groff-base)"
 fi
 
 MAN8=$HC_SRC/man/hugecollapsed.8

@@ -1,11 +1,17 @@
 #!/bin/bash
 # The daemon's metrics file:
 #  - hc_prom_check rejects malformed text (so its OK below means something);
-#  - after a few passes the file is valid Prometheus text, mode 0644, with
+#  - after a few passes the file is valid Prometheus text (hc_prom_check and
+#    `promtool check metrics`, which lints names and HELP too), mode 0644, with
 #    no temporary file beside it; it holds every required metric, a
 #    hugecollapsed_ranges_total{result=…} for every scan result and collapse
 #    outcome the binary knows, and collapsed bytes under the cgroup label of
 #    the one workload collapsing is enabled for; counters never go down;
+#  - a second hot workload in a child cgroup named with a quote, a backslash
+#    and a byte that is not UTF-8 gets its own series, escaped, with U+FFFD
+#    for that byte, and the file stays valid for both checkers; once that
+#    cgroup is removed its series is gone. (cgroupfs refuses a newline in a
+#    name, so the unit test covers that one.)
 #  - `hugecollapsed --status` summarizes it, and fails on a missing file;
 #  - a missing metrics directory, or a regular file where the directory
 #    should be, is logged once and does not stop the daemon; once the
@@ -18,31 +24,52 @@
 HC_PROM_CHECK=${HC_PROM_CHECK:-$HC_BUILD/tests/hc_prom_check}
 
 require_root
-require_cmd jq
+require_cmd jq promtool
 require_exec "$HC_BIN" "$HC_WORKLOAD" "$HC_PROM_CHECK"
 
 CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 if [[ -z $CG_ROOT || ! -w $CG_ROOT/cgroup.procs ]]; then
-	echo "SKIP: no writable cgroup2 mount in /proc/mounts"
-	exit 77
+	hc_skip "no writable cgroup2 mount in /proc/mounts"
 fi
 CG=hc-test-metrics-$$
+# A child cgroup whose name needs escaping: quote, backslash, and 0xff,
+# which starts no UTF-8 sequence. Its label: U+FFFD for that byte.
+WEIRD=$(printf 'q"b\\\xffz')
+WEIRD_LABEL=$(printf '/%s/q\\"b\\\\\xef\xbf\xbdz' "$CG")
 DPIDS=() # daemons we started
 
-# Stop our daemons, move our processes out of the test cgroup and remove
-# it, then let the library kill the workloads and remove $HC_TMP.
-cleanup()
+# remove_cgroup DIR: moves what is left in it to the root, then removes it.
+remove_cgroup()
 {
-	local pid
-	for pid in "${DPIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	if [[ -d $CG_ROOT/$CG ]]; then
+	local pid i
+	[[ -d $1 ]] || return 0
+	for ((i = 0; i < 50; i++)); do
 		while read -r pid; do
 			echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
-		done <"$CG_ROOT/$CG/cgroup.procs"
-		rmdir "$CG_ROOT/$CG" || echo "# WARNING: cannot remove $CG_ROOT/$CG"
-	fi
+		done <"$1/cgroup.procs"
+		rmdir "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "# WARNING: cannot remove $1"
+	return 1
+}
+
+# Stop our daemons (SIGKILL if one hangs), remove the test cgroups, then
+# let the library kill the workloads and remove $HC_TMP.
+cleanup()
+{
+	local pid i
+	for pid in "${DPIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	remove_cgroup "$CG_ROOT/$CG/$WEIRD"
+	remove_cgroup "$CG_ROOT/$CG"
 	hc_cleanup
 }
 trap cleanup EXIT
@@ -90,7 +117,8 @@ alive()
 # value FILE SERIES: the value of the sample "SERIES VALUE", or empty.
 value()
 {
-	awk -v s="$2" 'index($0, s " ") == 1 { print substr($0, length(s) + 2); exit }' "$1"
+	# Through ENVIRON, not -v: awk -v would undo the label escapes.
+	S=$2 awk 'BEGIN { s = ENVIRON["S"] } index($0, s " ") == 1 { print substr($0, length(s) + 2); exit }' "$1"
 }
 
 ### The checker itself rejects what it should.
@@ -115,27 +143,43 @@ bad_case "a value that is not a float" "${H}a_total 1,5\n"
 bad_case "a series twice" "${H}a_total 1\na_total 2\n"
 bad_case "a negative counter" "${H}a_total -1\n"
 bad_case "a missing final newline" "${H}a_total 1"
+bad_case "a label value that is not UTF-8" "${H}a_total{x=\"a\\xffb\"} 1\n"
+bad_case "an overlong UTF-8 form" "${H}a_total{x=\"\\xc0\\xaf\"} 1\n"
+bad_case "a UTF-8 sequence cut short" "${H}a_total{x=\"\\xe2\\x82\"} 1\n"
 printf '%b' "${H}"'a_total{x="q\\"b\\\\c\\nd"} 1.5e3\na_total 2 1700000000000\n# HELP g G.\n# TYPE g gauge\ng NaN\n' \
 	>"$HC_TMP/good.prom"
 assert_cmd "hc_prom_check accepts escapes, exponents, timestamps, NaN" "$HC_PROM_CHECK" "$HC_TMP/good.prom"
 
-# Another daemon collapsing everything (someone else's test) would leave
-# ours nothing to do: say so, to explain a failure below.
+# promtool is strict too: it rejects what our files must never hold.
+printf '# HELP a_total A.\n# TYPE a_total counter\na_total{c="x\xffy"} 1\n' >"$HC_TMP/bad_utf8.prom"
+if promtool check metrics <"$HC_TMP/bad_utf8.prom" >/dev/null 2>&1; then
+	hc_not_ok "promtool rejects a label value that is not UTF-8"
+else
+	hc_ok "promtool rejects a label value that is not UTF-8"
+fi
+assert_cmd "promtool accepts escapes" promtool check metrics <"$HC_TMP/good.prom"
+
+# A daemon collapsing everything (not a test's: those are confined to their
+# own cgroups) would leave ours nothing to do: say so, to explain a failure.
 others=$(pgrep -x hugecollapsed | tr '\n' ' ')
 [[ -n $others ]] && hc_log "WARNING: other hugecollapsed processes are running: $others"
 
-### A hot workload in the one cgroup collapsing is enabled for.
-mkdir "$CG_ROOT/$CG" || {
-	hc_not_ok "create $CG_ROOT/$CG"
+### Hot workloads in the one cgroup collapsing is enabled for, and in its
+### oddly named child.
+if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD"; then
+	hc_not_ok "create $CG_ROOT/$CG and its child"
 	hc_summary
 	exit 1
-}
-if ! start_workload hot 16 hot; then
-	hc_not_ok "start workload hot"
+fi
+if ! start_workload hot 16 hot || ! start_workload hot 8 weird; then
+	hc_not_ok "start the workloads"
 	hc_summary
 	exit 1
 fi
 echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
+echo "${WL_PID[weird]}" >"$CG_ROOT/$CG/$WEIRD/cgroup.procs"
+assert_eq "the kernel shows the odd cgroup name as is" \
+	"$(sed -n 's/^0:://p' "/proc/${WL_PID[weird]}/cgroup")" "/$CG/$WEIRD"
 
 # The result and outcome names the binary knows, from its JSON output.
 write_config "$PROM"
@@ -146,9 +190,10 @@ assert_ge "scan results and collapse outcomes named by --json" "${#RESULTS[@]}" 
 ### The daemon writes the file.
 start_daemon "$HC_TMP/daemon.err"
 series="hugecollapsed_collapsed_bytes_total{cgroup=\"/$CG\"}"
-for ((i = 0; i < 200; i++)); do
+weird_series="hugecollapsed_collapsed_bytes_total{cgroup=\"$WEIRD_LABEL\"}"
+for ((i = 0; i < $(hc_scaled 20) * 10; i++)); do
 	if [[ -s $PROM ]] && (($(value "$PROM" hugecollapsed_passes_total) >= 5)) &&
-		(($(value "$PROM" "$series" || true) + 0 > 0)); then
+		(($(value "$PROM" "$series" || true) + 0 > 0)) && (($(value "$PROM" "$weird_series" || true) + 0 > 0)); then
 		break
 	fi
 	sleep 0.1
@@ -161,6 +206,15 @@ else
 	hc_not_ok "the metrics file is valid Prometheus text"
 	sed 's/^/#   /' "$HC_TMP/check.out"
 fi
+if promtool check metrics <"$HC_TMP/snap1.prom" >"$HC_TMP/promtool.out" 2>&1; then
+	hc_ok "promtool check metrics: no error, no lint"
+else
+	hc_not_ok "promtool check metrics"
+	sed 's/^/#   /' "$HC_TMP/promtool.out"
+fi
+bytes_weird=$(value "$HC_TMP/snap1.prom" "$weird_series")
+assert_ge "collapsed bytes under the odd cgroup's escaped label" "${bytes_weird:-0}" $((2 << 20))
+assert_eq "the odd name's raw 0xff is not in the file" "$(LC_ALL=C grep -c $'\xff' "$HC_TMP/snap1.prom")" 0
 assert_eq "the metrics file is mode 0644 despite umask 077" "$(stat -c %a "$PROM")" 644
 assert_ge "passes_total >= 5" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" 5
 for m in hugecollapsed_passes_total hugecollapsed_scan_seconds_total hugecollapsed_collapse_seconds_total \
@@ -186,13 +240,18 @@ cands=$(jq '[.processes[]?.candidates | length] | add // 0' "$HC_TMP/names.json"
 assert_ge "the dry run found the buffer's blocks" "$cands" $((WL_LEN[hot] >> 21))
 assert_le "collapsed bytes are at most the dry run's candidates" "${bytes:-0}" $((cands << 21))
 assert_eq "collapsed bytes for no other cgroup (collapsing is off there)" \
-	"$(grep '^hugecollapsed_collapsed_bytes_total{' "$HC_TMP/snap1.prom" | grep -vF "$series" | grep -vc ' 0$')" 0
+	"$(grep '^hugecollapsed_collapsed_bytes_total{' "$HC_TMP/snap1.prom" | grep -vF -e "$series" -e "$weird_series" |
+		grep -vc ' 0$')" 0
 assert_ge "ranges_total{result=\"collapsed\"} counts them" \
 	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_ranges_total{result="collapsed"}')" $((${bytes:-0} >> 21))
 assert_ge "processes_scanned_total >= 1" "$(value "$HC_TMP/snap1.prom" hugecollapsed_processes_scanned_total)" 1
 
-# Counters never go down from one write to the next.
-sleep 1
+# Counters never go down from one write to the next: a later write.
+p1=$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)
+for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
+	(($(value "$PROM" hugecollapsed_passes_total) > p1)) && break
+	sleep 0.1
+done
 cp "$PROM" "$HC_TMP/snap2.prom"
 assert_lt "passes_total grew" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" \
 	"$(value "$HC_TMP/snap2.prom" hugecollapsed_passes_total)"
@@ -201,6 +260,25 @@ decreased=$(awk '
 	/^hugecollapsed_[a-z_]*_total[{ ]/ && ($1 in v) && $2 + 0 < v[$1] + 0 { print $1 }' \
 	"$HC_TMP/snap1.prom" "$HC_TMP/snap2.prom")
 assert_eq "no counter decreased" "$decreased" ""
+
+### A removed cgroup's series goes; the others stay.
+stop_workload weird
+assert_eq "weird pattern intact at exit" "$?" 0
+remove_cgroup "$CG_ROOT/$CG/$WEIRD"
+assert_cmd "the odd cgroup is removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
+gone=
+for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
+	if [[ -z $(value "$PROM" "$weird_series") && -n $(value "$PROM" hugecollapsed_passes_total) ]]; then
+		gone=yes
+		break
+	fi
+	sleep 0.1
+done
+cp "$PROM" "$HC_TMP/snap3.prom"
+assert_eq "the removed cgroup's series is gone" "${gone:-no}" yes
+assert_ge "the live cgroup's series stays" "$(value "$HC_TMP/snap3.prom" "$series")" "${bytes:-1}"
+assert_cmd "still valid for promtool" promtool check metrics <"$HC_TMP/snap3.prom"
+assert_cmd "still valid for hc_prom_check" "$HC_PROM_CHECK" "$HC_TMP/snap3.prom"
 
 ### --status
 "$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1
@@ -226,13 +304,15 @@ MISSING=$RUN/missing
 write_config "$MISSING/metrics.prom"
 ERR=$HC_TMP/daemon2.err
 start_daemon "$ERR"
-sleep 2 # about 10 passes
+# The first failure, then about 10 passes more (200 ms each).
+hc_wait_until 10 grep -q 'cannot write metrics file' "$ERR"
+sleep 2
 if alive "$DPID"; then hc_ok "runs on without its metrics directory"; else hc_not_ok "died without its metrics directory"; fi
 assert_eq "the error is logged once in 10 passes" "$(grep -c 'cannot write metrics file' "$ERR")" 1
 assert_cmd "the error names the file and the reason" \
 	grep -qF "cannot write metrics file $MISSING/metrics.prom: No such file or directory" "$ERR"
 mkdir -m 0755 "$MISSING"
-for ((i = 0; i < 30; i++)); do [[ -s $MISSING/metrics.prom ]] && break; sleep 0.1; done
+hc_wait_until 10 test -s "$MISSING/metrics.prom"
 assert_cmd "written once the directory exists" test -s "$MISSING/metrics.prom"
 assert_cmd "and the log says so" grep -q 'written again' "$ERR"
 
@@ -240,7 +320,9 @@ assert_cmd "and the log says so" grep -q 'written again' "$ERR"
 : >"$RUN/notadir"
 write_config "$RUN/notadir/metrics.prom"
 kill -HUP "$DPID"
-sleep 2
+errors_at_least() { (($(grep -c 'cannot write metrics file' "$ERR") >= $1)); }
+hc_wait_until 10 errors_at_least 2
+sleep 2 # about 10 passes more
 if alive "$DPID"; then hc_ok "runs on with a file for a metrics directory"; else hc_not_ok "died with a file for a metrics directory"; fi
 assert_eq "that error is logged once too" "$(grep -c 'cannot write metrics file' "$ERR")" 2
 assert_cmd "it names ENOTDIR" grep -q 'Not a directory' "$ERR"

@@ -28,7 +28,7 @@
 require_root
 require_cgroup2
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 IDLE=(idle1 idle2 idle3)
 ALL=("${IDLE[@]}" cold hot)
@@ -83,11 +83,11 @@ sample_all()
 	' "${files[@]}"
 }
 
-# Sample until every idle workload is collapsed, or 20 s.
+# Sample until every idle workload is collapsed, or 20 s (scaled).
 round=0 hot_round=-1 idle_round=-1 cold_max=0 all_done=0
 declare -A PCT=()
 SAMPLES=$HC_TMP/samples
-deadline=$((SECONDS + 20))
+deadline=$((SECONDS + $(hc_scaled 20)))
 while ((SECONDS < deadline)); do
 	round=$((round + 1))
 	line="round $round:"

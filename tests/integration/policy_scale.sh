@@ -12,7 +12,7 @@ require_root
 require_cgroup2
 require_cmd perl ps
 require_exec "$HC_BIN"
-require_no_other_daemon
+hc_daemon_prepare
 
 NPROC=${HC_SCALE_PROCS:-2000}
 LIMIT_KB=8192

@@ -19,7 +19,7 @@ require_root
 require_cgroup2
 require_cmd strace pgrep
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 W=(idle1 idle2 idle3)
 hc_cgroup_create unchanged || exit 1

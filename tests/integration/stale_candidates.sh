@@ -19,7 +19,7 @@
 require_root
 require_cgroup2
 require_exec "$HC_BIN" "$HC_WORKLOAD"
-require_no_other_daemon
+hc_daemon_prepare
 
 MB=32
 BLOCK=$((2 << 20))
@@ -49,7 +49,7 @@ hc_daemon_start "$CONF" || {
 }
 
 # Until each has two blocks collapsed: the rest are remembered, waiting.
-for ((i = 0; i < 100; i++)); do
+for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
 	(($(wl_pmd_bytes cold) >= 2 * BLOCK && $(wl_pmd_bytes freed) >= 2 * BLOCK)) && break
 	sleep 0.1
 done

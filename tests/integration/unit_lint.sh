@@ -4,8 +4,7 @@
 . "$(dirname "$0")/../lib/hc_test_lib.sh"
 
 if ! command -v systemd-analyze >/dev/null; then
-	echo "SKIP: needs systemd-analyze (apt-get install systemd)"
-	exit 77
+	hc_skip "needs systemd-analyze (apt-get install systemd)"
 fi
 if [[ ! -f $HC_BUILD/CMakeCache.txt ]]; then
 	echo "FAIL: $HC_BUILD is not a configured build directory (set HC_BUILD)"

@@ -21,7 +21,7 @@ require_root
 require_cmd strace
 require_exec "$HC_BIN" "$HC_WORKLOAD"
 require_cgroup2
-require_no_other_daemon
+hc_daemon_prepare
 
 THP=/sys/kernel/mm/transparent_hugepage
 # strace run with -o FILE PROG blocks fatal signals, so it cannot be stopped

@@ -6,7 +6,7 @@
 #
 # What it adds, all undone by one EXIT trap even when a test fails:
 #  - the THP sysfs knobs the daemon may write are saved by
-#    require_no_other_daemon and written back at exit if they differ (so a
+#    hc_daemon_prepare and written back at exit if they differ (so a
 #    daemon that forgot to restore them cannot leave the machine changed);
 #  - cgroup v2 groups made with hc_cgroup_create are removed (after the
 #    workloads in them were killed);
@@ -75,8 +75,7 @@ hc_cgroup2_root()
 require_cgroup2()
 {
 	HC_CG_ROOT=$(hc_cgroup2_root) || {
-		echo "SKIP: needs a cgroup v2 hierarchy (to confine the daemon to the test's processes)"
-		exit 77
+		hc_skip "needs a cgroup v2 hierarchy (to confine the daemon to the test's processes)"
 	}
 }
 
@@ -102,24 +101,22 @@ hc_note_foreign()
 	done
 }
 
-# Another daemon would collapse the test's workloads behind its back (or
-# change sysfs): wait up to 60 s for it to go, else skip. Then saves the THP
-# knobs for the EXIT trap: every test that runs the daemon must call this.
+# Every test that runs the daemon calls this first: it saves the THP knobs
+# for the EXIT trap. It neither waits for nor skips because of another
+# hugecollapsed: the test's own daemon is confined to the test's cgroups
+# (hc_write_config disables collapsing everywhere else) or to --pid, so other
+# tests' daemons never touch its workloads, and it never touches theirs.
+# A foreign daemon that collapses everything (a system service) is named at
+# exit (hc_note_foreign), as the likely cause of any failure.
+hc_daemon_prepare()
+{
+	hc_thp_save
+	hc_note_foreign
+}
+# The old name, for tests written against it.
 require_no_other_daemon()
 {
-	local i others
-	require_cmd pgrep
-	for ((i = 0; i < 60; i++)); do
-		others=$(hc_foreign_daemons)
-		if [[ -z $others ]]; then
-			hc_thp_save # now that no one else has them changed
-			return 0
-		fi
-		((i == 0)) && echo "# waiting for other hugecollapsed processes to exit: ${others//$'\n'/ }"
-		sleep 1
-	done
-	echo "SKIP: another hugecollapsed is running (PIDs ${others//$'\n'/ }); it would collapse this test's workloads"
-	exit 77
+	hc_daemon_prepare
 }
 
 # hc_cgroup_create NAME: makes a cgroup; sets CG_DIR[NAME] (its directory)
@@ -181,7 +178,7 @@ hc_daemon_start()
 	HC_DAEMON_PID=$!
 	HC_EXTRA_PIDS+=("$HC_DAEMON_PID")
 	hc_note_foreign
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
 		grep -q 'started:' "$HC_DAEMON_LOG" && return 0
 		kill -0 "$HC_DAEMON_PID" 2>/dev/null || break
 		sleep 0.1
@@ -191,14 +188,32 @@ hc_daemon_start()
 	return 1
 }
 
+# hc_stop_child PID: SIGTERM to a child of this shell, then SIGKILL if it
+# has not exited within 10 s (scaled): a daemon stuck in a blocking call
+# must fail its test, not hang it. Returns the child's exit status.
+hc_stop_child()
+{
+	local pid=$1 i limit
+	limit=$(($(hc_scaled 10) * 10))
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < limit; i++)); do
+		[[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) =~ ^(Z|)$ ]] && break
+		sleep 0.1
+	done
+	if ((i == limit)); then
+		echo "# PID $pid did not exit within $(hc_scaled 10) s of SIGTERM: killing it"
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid"
+}
+
 # hc_daemon_stop: SIGTERM, wait; returns its exit status.
 hc_daemon_stop()
 {
 	local rc
 	[[ -n $HC_DAEMON_PID ]] || return 0
 	hc_note_foreign
-	kill -TERM "$HC_DAEMON_PID" 2>/dev/null
-	wait "$HC_DAEMON_PID"
+	hc_stop_child "$HC_DAEMON_PID"
 	rc=$?
 	HC_DAEMON_PID=
 	return "$rc"
@@ -210,10 +225,11 @@ hc_daemon_passes()
 	grep -c 'pass [0-9]*: collapsed' "$HC_DAEMON_LOG"
 }
 
-# hc_wait_passes N [TIMEOUT_S]: waits until N more passes were logged.
+# hc_wait_passes N [TIMEOUT_S]: waits until N more passes were logged, up
+# to TIMEOUT_S (20) seconds, scaled by HC_TIME_SCALE.
 hc_wait_passes()
 {
-	local want=$(($(hc_daemon_passes) + $1)) limit=$((${2:-20} * 10)) i
+	local want=$(($(hc_daemon_passes) + $1)) limit=$(($(hc_scaled "${2:-20}") * 10)) i
 	for ((i = 0; i < limit; i++)); do
 		(($(hc_daemon_passes) >= want)) && return 0
 		sleep 0.1
@@ -228,8 +244,7 @@ hc_policy_cleanup()
 	local pid i
 	for pid in "${HC_EXTRA_PIDS[@]}"; do
 		if [[ $(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) == "$$" ]]; then
-			kill -TERM "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
+			hc_stop_child "$pid" 2>/dev/null
 		fi
 	done
 	HC_EXTRA_PIDS=()

@@ -18,18 +18,59 @@ CONTAINER_PID= # the container's PID 1 (nspawn's child)
 CONTAINER_ROOT=
 
 # The host's release and Debian mirror: the daemon is built against the
-# host's libraries, so the container runs the same release.
+# host's libraries, so the container runs the same release, from the mirror
+# the host's apt already uses. The project names no archive host of its own.
 host_codename()
 {
-	(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+	(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 }
+
+# apt_sources_mirror CODENAME [FILE…]: the first URI of an enabled "deb"
+# source for suite CODENAME itself (not -security, -updates, …), from
+# one-line (.list) and deb822 (.sources) files. Prints nothing if none.
+apt_sources_mirror()
+{
+	local codename=$1 f
+	shift
+	for f in "$@"; do
+		[[ -r $f ]] || continue
+		case $f in
+		*.sources)
+			# deb822: paragraphs of "Field: value", separated by blank lines.
+			awk -v want="$codename" '
+				function flush() {
+					if (types ~ /(^| )deb( |$)/ && tolower(enabled) != "no" && (" " suites " ") ~ (" " want " ") && uri != "")
+						{ print uri; found = 1; exit }
+					types = suites = uri = enabled = ""
+				}
+				/^[ \t]*#/ { next }
+				/^[ \t]*$/ { flush(); next }
+				tolower($1) == "types:" { $1 = ""; types = $0 }
+				tolower($1) == "uris:" { uri = $2 }
+				tolower($1) == "suites:" { $1 = ""; suites = $0 }
+				tolower($1) == "enabled:" { enabled = $2 }
+				END { if (!found) flush() }
+			' "$f"
+			;;
+		*.list)
+			# deb [option=value …] URI SUITE COMPONENT…
+			awk -v want="$codename" '
+				$1 != "deb" { next }
+				{
+					i = 2
+					if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+					if ($(i + 1) == want) { print $i; exit }
+				}
+			' "$f"
+			;;
+		esac
+	done | head -n1
+}
+
 host_mirror()
 {
-	local url
-	url=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null)
-	[[ -z $url ]] && url=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)
-	echo "${url:-http://deb.debian.org/debian}"
+	local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
+	apt_sources_mirror "$(host_codename)" "${files[@]}"
 }
 
 rootfs_is_good() # DIR: the stamp matches and the essentials are there
@@ -55,6 +96,12 @@ nspawn_rootfs_cache()
 	flock "$lockfd"
 	if ! rootfs_is_good "$dir"; then
 		mirror=$(host_mirror)
+		if [[ -z $(host_codename) || -z $mirror ]]; then
+			echo "FAIL: no apt source for this release ('$(host_codename)') in /etc/apt/sources.list or" \
+				"/etc/apt/sources.list.d/*.{list,sources}: the container rootfs is built from the" \
+				"mirror this machine's apt uses, and there is none" >&2
+			exit 1
+		fi
 		log=$HC_NSPAWN_CACHE/debootstrap.log
 		hc_log "building the container rootfs in $dir from $mirror (about a minute)" >&2
 		rm -rf "$dir" "$dir.new"
@@ -62,8 +109,7 @@ nspawn_rootfs_cache()
 			>"$log" 2>&1; then
 			rm -rf "$dir.new"
 			if grep -qE "Failed getting release file|Couldn't download|Failure trying to run|couldn't resolve|unable to resolve" "$log"; then
-				echo "SKIP: debootstrap cannot reach $mirror: $(grep -m1 -E "^E:" "$log")" >&2
-				exit 77
+				hc_skip "debootstrap cannot reach $mirror: $(grep -m1 -E "^E:" "$log")" >&2
 			fi
 			echo "FAIL: debootstrap failed, see $log: $(tail -n2 "$log")" >&2
 			exit 1

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include "engine.h"
 #include "metrics.h"
 #include "scan_result.h"
+#include "utf8.h"
 
 #define MIB2 (UINT64_C(2) << 20)
 
@@ -150,6 +152,42 @@ static void test_label_escaping(void **state)
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/we\\\"ird\\\\name\\nhere\"} 4194304");
 	/* The raw newline must not split the sample. */
 	assert_null(strstr(t, "name\nhere"));
+	free(t);
+}
+
+/* Label values must be UTF-8. A byte that starts no valid sequence becomes
+ * U+FFFD; names that then read the same are one series (a label twice
+ * makes the whole file invalid), with their sum. */
+static void test_label_invalid_utf8(void **state)
+{
+	static struct cgroup_bytes bad[] = {
+	    {.cgroup = "/a\xff", .bytes = MIB2},
+	    {.cgroup = "/ok\xe2\x82\xac", .bytes = MIB2}, /* a valid euro sign */
+	    {.cgroup = "/a\xfe", .bytes = 2 * MIB2},
+	    {.cgroup = "/cut\xe2\x82", .bytes = MIB2},       /* truncated sequence */
+	    {.cgroup = "/sur\xed\xa0\x80", .bytes = MIB2},   /* a UTF-16 surrogate */
+	    {.cgroup = "/over\xc0\xaf", .bytes = MIB2},      /* overlong '/' */
+	    {.cgroup = "/a\xef\xbf\xbd", .bytes = 4 * MIB2}, /* a real U+FFFD */
+	    {.cgroup = "/q\"b\\\xff\n", .bytes = MIB2},      /* all of it at once */
+	};
+	struct engine e;
+	char *t;
+
+	(void)state;
+	fill_engine(&e);
+	e.cg_bytes = bad;
+	e.ncg_bytes = sizeof(bad) / sizeof(bad[0]);
+	t = format(&e, KHUGEPAGED_KEEP);
+	assert_true(utf8_valid(t));
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/a\xef\xbf\xbd\"} 14680064");
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/a"), 1);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/ok\xe2\x82\xac\"} 2097152");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/cut\xef\xbf\xbd\xef\xbf\xbd\"} 2097152");
+	assert_line(t,
+		    "hugecollapsed_collapsed_bytes_total{cgroup=\"/sur\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"} 2097152");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/over\xef\xbf\xbd\xef\xbf\xbd\"} 2097152");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/q\\\"b\\\\\xef\xbf\xbd\\n\"} 2097152");
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total{"), 6);
 	free(t);
 }
 
@@ -343,6 +381,93 @@ static void test_write_failed_rename_cleans_up(void **state)
 	assert_int_equal(entries(tmp), 1);
 }
 
+/* The temporary file's name, as metrics_write() makes it. */
+static void temp_name(char *out, size_t len, const char *path)
+{
+	snprintf(out, len, "%s.tmp.%d", path, (int)getpid());
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* A write that blocks (a FIFO opened for writing waits for a reader)
+	 * must fail the test, not hang it. */
+	_exit(99);
+}
+
+/* A FIFO planted at the temporary name: opening it for writing would block
+ * the daemon until someone reads. The write goes to a new file instead. */
+static void test_write_fifo_at_temp(void **state)
+{
+	char path[128], t[160], *file;
+	struct stat st;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	temp_name(t, sizeof(t), path);
+	assert_int_equal(mkfifo(t, 0666), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	alarm(0);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	file = slurp(path);
+	assert_true(has_line(file, "hugecollapsed_passes_total 7"));
+	free(file);
+	assert_int_equal(entries(tmp), 1); /* the FIFO is gone, no temp left */
+}
+
+/* A symlink planted at the temporary name, to a file elsewhere: the write
+ * must neither follow it nor leave it; the target keeps its bytes. */
+static void test_write_symlink_at_temp(void **state)
+{
+	char path[128], t[160], dir[128], target[160], *file;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/elsewhere", tmp);
+	snprintf(target, sizeof(target), "%s/victim", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "untouched\n", 10), 10);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	temp_name(t, sizeof(t), path);
+	assert_int_equal(symlink(target, t), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	file = slurp(target);
+	assert_string_equal(file, "untouched\n");
+	free(file);
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(lstat(t, &st), -1); /* the link itself is gone */
+	assert_int_equal(unlink(target), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(entries(tmp), 1);
+}
+
+/* A directory at the temporary name cannot be unlinked: an error (the
+ * daemon logs it and carries on), and the directory is left alone. */
+static void test_write_dir_at_temp(void **state)
+{
+	char path[128], t[160];
+	struct stat st;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	temp_name(t, sizeof(t), path);
+	assert_int_equal(mkdir(t, 0755), 0);
+	assert_true(metrics_write(path, &eng, KHUGEPAGED_KEEP) < 0);
+	assert_int_equal(lstat(t, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(lstat(path, &st), -1);
+}
+
 static void test_write_no_path(void **state)
 {
 	(void)state;
@@ -381,6 +506,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_values, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_label_invalid_utf8, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_result_and_outcome, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_families, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_cgroups, setup, teardown),
@@ -388,6 +514,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_write_replaces_by_rename, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_missing_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_failed_rename_cleans_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_fifo_at_temp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_symlink_at_temp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_dir_at_temp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_no_path, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_print_status, setup, teardown),
 	};

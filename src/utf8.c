@@ -1,0 +1,41 @@
+/* UTF-8 validation (RFC 3629, Unicode table 3-7 of well-formed sequences). */
+#include "utf8.h"
+
+static int cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+size_t utf8_seq_len(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return cont(s[1]) ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		/* E0: no overlong (A0..BF); ED: no surrogates (80..9F). */
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		return s[1] >= lo && s[1] <= hi && cont(s[2]) ? 3 : 0;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		/* F0: no overlong (90..BF); F4: nothing above U+10FFFF (80..8F). */
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		return s[1] >= lo && s[1] <= hi && cont(s[2]) && cont(s[3]) ? 4 : 0;
+	}
+	return 0; /* 80..C1 (continuation, overlong lead), F5..FF */
+}
+
+int utf8_valid(const char *s)
+{
+	while (*s) {
+		size_t l = utf8_seq_len(s);
+
+		if (!l)
+			return 0;
+		s += l;
+	}
+	return 1;
+}

@@ -1,0 +1,22 @@
+/* utf8: where a byte string stops being valid UTF-8. Pure.
+ *
+ * Names that reach our text outputs (cgroup paths, comm) are whatever bytes
+ * their owner chose; JSON and the Prometheus text format both require UTF-8.
+ * Writers replace each byte that does not start a valid sequence with U+FFFD,
+ * as a decoder following the Unicode "maximal subpart" practice would do
+ * byte by byte. */
+#pragma once
+#include <stddef.h>
+
+/* The UTF-8 encoding of U+FFFD REPLACEMENT CHARACTER. */
+#define UTF8_REPLACEMENT "\xef\xbf\xbd"
+
+/* Length (1-4) of the valid UTF-8 sequence that starts at s, or 0 if the
+ * byte at s starts none: a stray continuation byte, an overlong form, a
+ * surrogate, a code point above U+10FFFF, or a sequence cut short (by NUL
+ * or by the end of the string). s points into a NUL-terminated string;
+ * *s must not be NUL. */
+size_t utf8_seq_len(const char *s);
+
+/* True if every byte of the NUL-terminated s is in a valid sequence. */
+int utf8_valid(const char *s);

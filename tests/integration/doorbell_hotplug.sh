@@ -18,8 +18,7 @@ require_root
 require_cmd taskset
 require_exec "$HC_BIN" "$HC_WORKLOAD"
 if [[ ! -w $CPU1 ]]; then
-	echo "SKIP: no cpu1 that can go offline"
-	exit 77
+	hc_skip "no cpu1 that can go offline"
 fi
 require_cgroup2
 require_no_other_daemon

@@ -16,8 +16,7 @@ require_root
 require_cmd jq
 require_exec "$HC_BIN" "$HC_WORKLOAD"
 if [[ $(awk '/^SwapTotal:/ {print $2}' /proc/meminfo) != 0 ]]; then
-	echo "SKIP: swap is configured; the probe is never used then"
-	exit 77
+	hc_skip "swap is configured; the probe is never used then"
 fi
 
 SLEEP_KNOB=/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs

@@ -1,0 +1,342 @@
+/* Per-cgroup and per-process THP coverage from what the scans saw. */
+#include "coverage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine.h"
+#include "grow.h"
+#include "smaps_scan.h"
+
+#define KIB 1024u
+
+void thp_usage_from_vmas(const struct vma_list *l, struct thp_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (size_t i = 0; i < l->n; i++) {
+		const struct vma *v = &l->v[i];
+
+		/* Anonymous: counts the private anon pages of file VMAs too
+		 * (COW), as smaps does; AnonHugePages is their PMD-mapped part. */
+		u->anon += v->anon_kb * KIB;
+		u->anon_huge += v->anon_huge_kb * KIB;
+		if (v->kind == VMA_SHMEM) {
+			u->shmem += v->rss_kb * KIB;
+			u->shmem_huge += v->shmem_pmd_kb * KIB;
+		}
+	}
+}
+
+double thp_usage_ratio(const struct thp_usage *u)
+{
+	uint64_t all = u->anon + u->shmem, huge = u->anon_huge + u->shmem_huge;
+
+	if (!all)
+		return 0;
+	return huge >= all ? 1.0 : (double)huge / (double)all;
+}
+
+/* ---- memory.stat ---- */
+
+enum stat_key { K_ANON, K_ANON_THP, K_SHMEM, K_SHMEM_THP, K_V1_RSS, K_V1_RSS_HUGE, K_V1_SHMEM, K_NR };
+
+static const char *const stat_keys[K_NR] = {"anon",      "anon_thp",       "shmem",      "shmem_thp",
+					    "total_rss", "total_rss_huge", "total_shmem"};
+
+/* "DIGITS" up to end, no sign, no overflow. */
+static int parse_u64(const char *p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (p == end)
+		return -EINVAL;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
+{
+	uint64_t val[K_NR] = {0};
+	bool seen[K_NR] = {0};
+	const char *p = buf, *end = buf + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		const char *sp = memchr(p, ' ', (size_t)(eol - p));
+
+		for (int k = 0; sp && k < K_NR; k++) {
+			size_t kl = strlen(stat_keys[k]);
+
+			if ((size_t)(sp - p) != kl || memcmp(p, stat_keys[k], kl) != 0)
+				continue;
+			if (parse_u64(sp + 1, eol, &val[k]) < 0)
+				return -EINVAL;
+			seen[k] = true;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	memset(u, 0, sizeof(*u));
+	if (seen[K_ANON] || seen[K_ANON_THP] || seen[K_SHMEM_THP]) {
+		*u = (struct thp_usage){val[K_ANON], val[K_ANON_THP], val[K_SHMEM], val[K_SHMEM_THP]};
+		return 0;
+	}
+	if (seen[K_V1_RSS] || seen[K_V1_RSS_HUGE] || seen[K_V1_SHMEM]) {
+		*u = (struct thp_usage){val[K_V1_RSS], val[K_V1_RSS_HUGE], val[K_V1_SHMEM], 0};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u)
+{
+	char path[4096], buf[8192];
+	ssize_t n;
+	int fd;
+
+	while (*cgroup == '/')
+		cgroup++;
+	if (!strcmp(cgroup, "..") || !strncmp(cgroup, "../", 3) || strstr(cgroup, "/../") ||
+	    (strlen(cgroup) >= 3 && !strcmp(cgroup + strlen(cgroup) - 3, "/..")))
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s%smemory.stat", cgroup, *cgroup ? "/" : "") >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = openat(mount_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return -errno;
+	/* A memory.stat is about 1.5 KiB (v1) to 3 KiB (v2): a full buffer
+	 * cut a line; every key we read is near the top, and a cut value is
+	 * only ever the last line, which is dropped. */
+	if ((size_t)n == sizeof(buf)) {
+		while (n > 0 && buf[n - 1] != '\n')
+			n--;
+	}
+	return parse_memory_stat_buf(buf, (size_t)n, u);
+}
+
+/* ---- aggregation ---- */
+
+/* The group a cgroup counts for: its policy file's path, or itself. */
+static const char *group_of(const struct config *cfg, const char *cgroup, const struct cgroup_rule **rule)
+{
+	const struct policy *p = config_policy_for(cfg, cgroup);
+
+	*rule = NULL;
+	for (size_t i = 0; i < cfg->nrules; i++)
+		if (p == &cfg->rules[i].policy) {
+			*rule = &cfg->rules[i];
+			return cfg->rules[i].path;
+		}
+	return cgroup;
+}
+
+static struct cgroup_coverage *group_get(struct coverage *c, size_t *cap, const struct config *cfg, const char *cgroup)
+{
+	const struct cgroup_rule *rule;
+	const char *name = group_of(cfg, cgroup, &rule);
+	struct cgroup_coverage *g;
+
+	for (size_t i = 0; i < c->ncg; i++)
+		if (!strcmp(c->cg[i].cgroup, name))
+			return &c->cg[i];
+	if (grow_array((void **)&c->cg, cap, c->ncg + 1, sizeof(*c->cg)) < 0)
+		return NULL;
+	g = &c->cg[c->ncg];
+	memset(g, 0, sizeof(*g));
+	g->cgroup = strdup(name);
+	if (!g->cgroup)
+		return NULL;
+	g->policy = rule != NULL;
+	g->target_pct = rule ? rule->policy.coverage_target_pct : 0;
+	c->ncg++;
+	return g;
+}
+
+static uint64_t usage_total(const struct thp_usage *u)
+{
+	return u->anon + u->shmem;
+}
+
+/* Policy groups first (by name), then the others by size, largest first. */
+static int cmp_group(const void *a, const void *b)
+{
+	const struct cgroup_coverage *x = a, *y = b;
+	uint64_t sx = usage_total(&x->usage), sy = usage_total(&y->usage);
+
+	if (x->policy != y->policy)
+		return x->policy ? -1 : 1;
+	if (!x->policy && sx != sy)
+		return sx > sy ? -1 : 1;
+	return strcmp(x->cgroup, y->cgroup);
+}
+
+static void group_add(struct cgroup_coverage *into, const struct cgroup_coverage *g)
+{
+	into->usage.anon += g->usage.anon;
+	into->usage.anon_huge += g->usage.anon_huge;
+	into->usage.shmem += g->usage.shmem;
+	into->usage.shmem_huge += g->usage.shmem_huge;
+	into->pending += g->pending;
+	into->collapsed += g->collapsed;
+	into->processes += g->processes;
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		into->skipped[r] += g->skipped[r];
+}
+
+/* Keeps the policy groups and top_n others; sums the rest into "other". */
+static int keep_top(struct coverage *c, unsigned top_n)
+{
+	size_t keep = 0, others = 0;
+	struct cgroup_coverage rest = {0};
+
+	qsort(c->cg, c->ncg, sizeof(*c->cg), cmp_group);
+	for (size_t i = 0; i < c->ncg; i++) {
+		if (c->cg[i].policy || others++ < top_n) {
+			c->cg[keep++] = c->cg[i];
+			continue;
+		}
+		group_add(&rest, &c->cg[i]);
+		free(c->cg[i].cgroup);
+	}
+	if (keep < c->ncg) {
+		rest.cgroup = strdup("other");
+		if (!rest.cgroup)
+			return -ENOMEM;
+		c->cg[keep++] = rest;
+	}
+	c->ncg = keep;
+	return 0;
+}
+
+static int add_process(struct coverage *c, size_t *cap, const struct engine *e, const struct proc_state *s)
+{
+	struct cgroup_coverage *g = group_get(c, cap, e->cfg, s->cgroup ? s->cgroup : "/");
+
+	if (!g)
+		return -ENOMEM;
+	g->usage.anon += s->usage.anon;
+	g->usage.anon_huge += s->usage.anon_huge;
+	g->usage.shmem += s->usage.shmem;
+	g->usage.shmem_huge += s->usage.shmem_huge;
+	g->pending += s->nblocks * HPAGE_SIZE;
+	g->processes++;
+	for (int r = 0; r < SCAN_NR_RESULTS; r++)
+		if (r != SCAN_CANDIDATE && r != SCAN_PMD_MAPPED)
+			g->skipped[r] += s->results[r] * HPAGE_SIZE;
+	return 0;
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct process_coverage *x = a, *y = b;
+
+	if (x->pending != y->pending)
+		return x->pending > y->pending ? -1 : 1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The COVERAGE_TOP_PROCESSES processes with the most pending bytes. */
+static int top_processes(struct coverage *c, const struct engine *e)
+{
+	struct process_coverage all[COVERAGE_TOP_PROCESSES + 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->nst; i++) {
+		const struct proc_state *s = &e->st[i];
+
+		if (!s->nblocks)
+			continue;
+		all[n] =
+		    (struct process_coverage){.pid = s->pid, .usage = s->usage, .pending = s->nblocks * HPAGE_SIZE};
+		snprintf(all[n].comm, sizeof(all[n].comm), "%s", s->prev.comm);
+		all[n].cgroup = s->cgroup;
+		n++;
+		qsort(all, n, sizeof(*all), cmp_pending);
+		if (n > COVERAGE_TOP_PROCESSES)
+			n = COVERAGE_TOP_PROCESSES;
+	}
+	c->top = calloc(n ? n : 1, sizeof(*c->top));
+	if (!c->top)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		c->top[i] = all[i];
+		c->top[i].cgroup = strdup(all[i].cgroup ? all[i].cgroup : "/");
+		if (!c->top[i].cgroup)
+			return -ENOMEM;
+		c->ntop++;
+	}
+	return 0;
+}
+
+int coverage_build(const struct engine *e, unsigned top_n, struct coverage *c)
+{
+	size_t cap = 0;
+	int r = 0;
+
+	memset(c, 0, sizeof(*c));
+	/* Policy groups appear even with no process in them yet: the alert
+	 * on their coverage needs a series to compare. */
+	for (size_t i = 0; i < e->cfg->nrules && !r; i++)
+		r = group_get(c, &cap, e->cfg, e->cfg->rules[i].path) ? 0 : -ENOMEM;
+	for (size_t i = 0; i < e->nst && !r; i++)
+		if (e->st[i].scanned && e->st[i].cgroup)
+			r = add_process(c, &cap, e, &e->st[i]);
+	for (size_t i = 0; i < e->ncg_bytes && !r; i++) {
+		struct cgroup_coverage *g = group_get(c, &cap, e->cfg, e->cg_bytes[i].cgroup);
+
+		if (g)
+			g->collapsed += e->cg_bytes[i].bytes;
+		else
+			r = -ENOMEM;
+	}
+	if (!r)
+		r = keep_top(c, top_n);
+	if (!r)
+		r = top_processes(c, e);
+	if (r)
+		coverage_free(c);
+	return r;
+}
+
+size_t coverage_use_memory_stat(struct coverage *c, int mount_fd)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->ncg; i++) {
+		struct thp_usage u;
+
+		if (!strcmp(c->cg[i].cgroup, "other") || read_memory_stat_at(mount_fd, c->cg[i].cgroup, &u) < 0)
+			continue;
+		c->cg[i].usage = u;
+		c->cg[i].source = COVERAGE_MEMORY_STAT;
+		n++;
+	}
+	return n;
+}
+
+void coverage_free(struct coverage *c)
+{
+	for (size_t i = 0; i < c->ncg; i++)
+		free(c->cg[i].cgroup);
+	for (size_t i = 0; i < c->ntop; i++)
+		free(c->top[i].cgroup);
+	free(c->cg);
+	free(c->top);
+	memset(c, 0, sizeof(*c));
+}

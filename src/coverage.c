@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "smaps_scan.h"
+#include "utf8.h"
 
 #define KIB 1024u
 
@@ -135,10 +136,10 @@ int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u)
 /* The group a cgroup counts for: its policy file's path, or itself. */
 static const char *group_of(const struct config *cfg, const char *cgroup, const struct cgroup_rule **rule)
 {
-	const struct policy *p = config_policy_for(cfg, cgroup);
+	const struct policy *p = cfg ? config_policy_for(cfg, cgroup) : NULL;
 
 	*rule = NULL;
-	for (size_t i = 0; i < cfg->nrules; i++)
+	for (size_t i = 0; p && i < cfg->nrules; i++)
 		if (p == &cfg->rules[i].policy) {
 			*rule = &cfg->rules[i];
 			return cfg->rules[i].path;
@@ -146,22 +147,53 @@ static const char *group_of(const struct config *cfg, const char *cgroup, const 
 	return cgroup;
 }
 
+/* A copy of s with U+FFFD for each byte that starts no valid UTF-8
+ * sequence: what label values and JSON print. Groups are kept by this name,
+ * so two cgroups that print the same are one group (one series), never two
+ * samples with the same labels. */
+static char *utf8_replaced(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	for (const char *p = s; *p; p += utf8_seq_len(p) ? utf8_seq_len(p) : 1)
+		n += utf8_seq_len(p) ? utf8_seq_len(p) : sizeof(UTF8_REPLACEMENT) - 1;
+	out = o = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (const char *p = s; *p;) {
+		size_t l = utf8_seq_len(p);
+		const char *from = l ? p : UTF8_REPLACEMENT;
+		size_t k = l ? l : sizeof(UTF8_REPLACEMENT) - 1;
+
+		memcpy(o, from, k);
+		o += k;
+		p += l ? l : 1;
+	}
+	*o = 0;
+	return out;
+}
+
 static struct cgroup_coverage *group_get(struct coverage *c, size_t *cap, const struct config *cfg, const char *cgroup)
 {
 	const struct cgroup_rule *rule;
-	const char *name = group_of(cfg, cgroup, &rule);
+	char *name = utf8_replaced(group_of(cfg, cgroup, &rule));
 	struct cgroup_coverage *g;
 
-	for (size_t i = 0; i < c->ncg; i++)
-		if (!strcmp(c->cg[i].cgroup, name))
-			return &c->cg[i];
-	if (grow_array((void **)&c->cg, cap, c->ncg + 1, sizeof(*c->cg)) < 0)
+	if (!name)
 		return NULL;
+	for (size_t i = 0; i < c->ncg; i++)
+		if (!strcmp(c->cg[i].cgroup, name)) {
+			free(name);
+			return &c->cg[i];
+		}
+	if (grow_array((void **)&c->cg, cap, c->ncg + 1, sizeof(*c->cg)) < 0) {
+		free(name);
+		return NULL;
+	}
 	g = &c->cg[c->ncg];
 	memset(g, 0, sizeof(*g));
-	g->cgroup = strdup(name);
-	if (!g->cgroup)
-		return NULL;
+	g->cgroup = name;
 	g->policy = rule != NULL;
 	g->target_pct = rule ? rule->policy.coverage_target_pct : 0;
 	c->ncg++;
@@ -292,7 +324,7 @@ int coverage_build(const struct engine *e, unsigned top_n, struct coverage *c)
 	memset(c, 0, sizeof(*c));
 	/* Policy groups appear even with no process in them yet: the alert
 	 * on their coverage needs a series to compare. */
-	for (size_t i = 0; i < e->cfg->nrules && !r; i++)
+	for (size_t i = 0; e->cfg && i < e->cfg->nrules && !r; i++)
 		r = group_get(c, &cap, e->cfg, e->cfg->rules[i].path) ? 0 : -ENOMEM;
 	for (size_t i = 0; i < e->nst && !r; i++)
 		if (e->st[i].scanned && e->st[i].cgroup)

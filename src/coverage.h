@@ -81,8 +81,10 @@ struct coverage {
 };
 
 #define COVERAGE_TOP_PROCESSES 10
+#define COVERAGE_TOP_DEFAULT   10 /* coverage_top_cgroups */
 
-/* Builds c from the engine's per-process state (usage from the last scan
+/* Builds c from the engine's per-process state (e->cfg NULL: no policy
+ * files) (usage from the last scan
  * of each process, remembered candidates, results) and its collapsed bytes
  * per cgroup. top_n: groups without a policy file kept by size. Returns 0
  * or -ENOMEM (c is then empty). */

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "engine.h"
 #include "grow.h"
+#include "procs.h"
 #include "smaps_scan.h"
 #include "utf8.h"
 
@@ -31,6 +32,29 @@ void thp_usage_from_vmas(const struct vma_list *l, struct thp_usage *u)
 			u->shmem_huge += v->shmem_pmd_kb * KIB;
 		}
 	}
+}
+
+int thp_usage_refresh(const char *proc_root, pid_t pid, uint64_t start_ticks, char **buf, size_t *cap,
+		      struct vma_list *scratch, struct thp_usage *u)
+{
+	struct proc_sample st;
+	char path[64];
+	int dirfd, r;
+
+	snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	r = read_proc_stat(dirfd, &st);
+	if (r == 0 && st.start_ticks != start_ticks)
+		r = -ESRCH;
+	vma_list_clear(scratch);
+	if (r == 0)
+		r = read_smaps(dirfd, buf, cap, scratch);
+	close(dirfd);
+	if (r == 0)
+		thp_usage_from_vmas(scratch, u);
+	return r;
 }
 
 double thp_usage_ratio(const struct thp_usage *u)

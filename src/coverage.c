@@ -113,7 +113,8 @@ int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
 		}
 		p = nl ? nl + 1 : end;
 	}
-	memset(u, 0, sizeof(*u));
+	/* v1 files have a "shmem" line too (its own, not hierarchical): only
+	 * the keys v1 lacks tell a v2 file. */
 	if (seen[K_ANON] || seen[K_ANON_THP] || seen[K_SHMEM_THP]) {
 		*u = (struct thp_usage){val[K_ANON], val[K_ANON_THP], val[K_SHMEM], val[K_SHMEM_THP]};
 		return 0;

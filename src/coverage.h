@@ -46,7 +46,8 @@ double thp_usage_ratio(const struct thp_usage *u);
  * total_rss_huge, total_shmem (v1 counts no shmem THP: shmem_huge stays 0);
  * v2 keys win when both appear. Values are bytes; lines that are not
  * "KEY DIGITS" are ignored, a value that overflows is an error. Returns 0,
- * -ENOENT (none of the keys), -EINVAL (a known key with a bad value). Pure.
+ * -ENOENT (none of the keys), -EINVAL (a known key with a bad value); u is
+ * written only on success. Pure.
  *   anon 1048576
  *   anon_thp 0 */
 int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u);

@@ -71,10 +71,12 @@ static void test_hostile(void **state)
 
 	(void)state;
 	assert_int_equal(stat_file(FIX "/hostile/overflow", &u), -EINVAL);
+	assert_int_equal(u.anon, 77); /* untouched on failure */
 	assert_int_equal(stat_file(FIX "/hostile/negative", &u), -EINVAL);
 	assert_int_equal(stat_file(FIX "/hostile/trailing_garbage", &u), -EINVAL);
 	assert_int_equal(stat_file(FIX "/hostile/lookalikes", &u), -ENOENT);
 	assert_int_equal(stat_file(FIX "/hostile/empty", &u), -ENOENT);
+	assert_int_equal(u.anon, 77);
 	assert_int_equal(stat_file(FIX "/hostile/no_newline", &u), 0);
 	assert_int_equal(u.anon, 4096);
 	assert_int_equal(u.anon_huge, 2097152);

@@ -56,6 +56,10 @@ int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u);
  * mount (cgroup ".." components are refused). Returns 0 or -errno. */
 int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u);
 
+/* True if the cgroup.controllers text (space-separated names) lists name.
+ * Pure.  "cpuset cpu io memory hugetlb pids rdma misc" */
+bool cgroup_controllers_have(const char *buf, size_t len, const char *name);
+
 enum coverage_source {
 	COVERAGE_SMAPS,       /* summed from the smaps of scanned processes */
 	COVERAGE_MEMORY_STAT, /* the cgroup's memory.stat */

@@ -1,7 +1,10 @@
 /* Coverage series in the Prometheus text format. */
 #include "coverage_metrics.h"
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "metrics.h"
 #include "scan_result.h"
@@ -124,12 +127,39 @@ void coverage_metrics_write(FILE *f, const struct coverage *c)
 	top_processes(f, c);
 }
 
+/* The daemon's one cgroup v2 mount with a memory controller, or -1. */
+static int memory_stat_fd = -1;
+
+bool coverage_metrics_memory_stat(int mount_fd, const char *root)
+{
+	char buf[512];
+	ssize_t n;
+	int fd;
+
+	memory_stat_fd = -1;
+	if (mount_fd < 0 || !root || strcmp(root, "/") != 0)
+		return false;
+	fd = openat(mount_fd, "cgroup.controllers", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (cgroup_controllers_have(buf, (size_t)n, "memory"))
+		memory_stat_fd = mount_fd;
+	return memory_stat_fd >= 0;
+}
+
 void coverage_metrics_format(FILE *f, const struct engine *e)
 {
 	struct coverage c;
 
 	if (coverage_build(e, e->cfg ? e->cfg->coverage_top_cgroups : COVERAGE_TOP_DEFAULT, &c) < 0)
 		return;
+	if (memory_stat_fd >= 0)
+		coverage_use_memory_stat(&c, memory_stat_fd);
 	coverage_metrics_write(f, &c);
 	coverage_free(&c);
 }

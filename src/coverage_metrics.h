@@ -12,6 +12,7 @@
  *   hugecollapsed_top_process_thp_coverage_ratio{rank,pid,comm,cgroup}
  */
 #pragma once
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "coverage.h"
@@ -20,6 +21,13 @@
 /* Builds the coverage of e (e->cfg->coverage_top_cgroups) and writes its
  * series. Nothing is written if it cannot be built (no memory). */
 void coverage_metrics_format(FILE *f, const struct engine *e);
+
+/* Where the cgroup v2 mount at mount_fd (its root in the hierarchy: root)
+ * has the memory controller enabled, later coverage_metrics_format() calls
+ * read each group's memory.stat through it instead of summing smaps (the
+ * fd must stay open). Anything else (no memory controller, a mount of a
+ * subtree) keeps the smaps sums. Returns true if memory.stat will be used. */
+bool coverage_metrics_memory_stat(int mount_fd, const char *root);
 
 /* The series of an already built coverage. */
 void coverage_metrics_write(FILE *f, const struct coverage *c);

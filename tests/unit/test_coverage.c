@@ -112,6 +112,26 @@ static void test_read_at(void **state)
 	close(v2);
 }
 
+static void test_controllers(void **state)
+{
+	int v1 = open(FIX "/v1", O_RDONLY | O_DIRECTORY), v2 = open(FIX "/v2", O_RDONLY | O_DIRECTORY);
+
+	(void)state;
+	assert_true(cgroup_controllers_have("memory", 6, "memory"));
+	assert_true(cgroup_controllers_have("cpu memory\n", 11, "memory"));
+	assert_false(cgroup_controllers_have("memoryx cpu", 11, "memory"));
+	assert_false(cgroup_controllers_have("memor", 5, "memory"));
+	assert_false(cgroup_controllers_have("", 0, "memory"));
+	/* The fixture trees: v2 lists memory, the other does not; a mount of
+	 * a subtree never uses memory.stat. */
+	assert_true(coverage_metrics_memory_stat(v2, "/"));
+	assert_false(coverage_metrics_memory_stat(v2, "/sub"));
+	assert_false(coverage_metrics_memory_stat(v1, "/"));
+	assert_false(coverage_metrics_memory_stat(-1, "/"));
+	close(v1);
+	close(v2);
+}
+
 static void test_usage_from_smaps(void **state)
 {
 	struct vma_list l;
@@ -281,6 +301,21 @@ static void test_memory_stat_replaces_sums(void **state)
 	assert_int_equal(find(&c, "/web.slice/app.service")->usage.anon_huge, 62914560);
 	assert_int_equal(find(&c, "/big")->source, COVERAGE_SMAPS);
 	coverage_free(&c);
+
+	/* The same through the metrics text, as the daemon does it. */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_true(coverage_metrics_memory_stat(v2, "/"));
+		coverage_metrics_format(f, &eng);
+		fclose(f);
+		assert_non_null(
+		    strstr(buf, "hugecollapsed_cgroup_anon_huge_bytes{cgroup=\"/web.slice/app.service\"} 62914560\n"));
+		assert_false(coverage_metrics_memory_stat(-1, "/"));
+		free(buf);
+	}
 	close(v2);
 	done();
 }
@@ -315,6 +350,7 @@ int main(void)
 	    cmocka_unit_test(test_v2_format),
 	    cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_read_at),
+	    cmocka_unit_test(test_controllers),
 	    cmocka_unit_test(test_usage_from_smaps),
 	    cmocka_unit_test(test_build_groups),
 	    cmocka_unit_test(test_policy_group_without_processes),

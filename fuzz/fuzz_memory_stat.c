@@ -11,8 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int has_key(const char *buf, size_t len)
 {
-	static const char *const keys[] = {"anon ", "anon_thp ", "shmem_thp ", "total_rss ", "total_rss_huge ",
-					   "total_shmem "};
+	static const char *const keys[] = {"anon ",      "anon_thp ",       "shmem_thp ",
+					   "total_rss ", "total_rss_huge ", "total_shmem "};
 
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		size_t n = strlen(keys[k]);

@@ -35,8 +35,10 @@ static const char *label_value_at(const char *p, const char *end, char *out, siz
 		if (c == '\\') {
 			if (++p == end)
 				return NULL;
-			c = *p == 'n' ? '\n' : *p;
-			if (*p != 'n' && *p != '\\' && *p != '"')
+			c = *p;
+			if (c == 'n')
+				c = '\n';
+			else if (c != '\\' && c != '"')
 				return NULL;
 		}
 		if (n + 1 >= outlen)
@@ -164,7 +166,7 @@ static void process_sample(struct status *st, const struct prom_sample *s)
 		return;
 	p = &st->proc[r - 1];
 	p->rank = (unsigned)r;
-	p->pid = atoi(pid);
+	p->pid = (int)strtol(pid, NULL, 10);
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg);
 	if (!strcmp(s->name, "hugecollapsed_top_process_pending_bytes"))

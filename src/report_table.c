@@ -1,6 +1,7 @@
 /* The dry-run table and address ranges. */
 #include "report_table.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -133,6 +134,22 @@ static size_t count_disabled(const struct engine_view *v)
 	return n;
 }
 
+/* Processes this pass looked at: scanned (some block has a result) or
+ * disabled by policy. Not the others --pid left out. */
+static size_t count_looked_at(const struct engine_view *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < v->nprocs; i++) {
+		bool any = v->procs[i].policy && !v->procs[i].policy->enable;
+
+		for (int r = 0; r < SCAN_NR_RESULTS && !any; r++)
+			any = v->procs[i].results[r] != 0;
+		n += any;
+	}
+	return n;
+}
+
 void report_table(FILE *f, const struct engine_view *v, size_t max_ranges)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -152,7 +169,7 @@ void report_table(FILE *f, const struct engine_view *v, size_t max_ranges)
 			(double)(s->usage.anon_huge + s->usage.shmem_huge) / MIB, (double)cand / MIB,
 			pct_after(&s->usage, 0), pct_after(&s->usage, cand), s->cgroup ? s->cgroup : "?");
 	}
-	fprintf(f, "%zu of %zu processes have candidates", nrows, v->nprocs);
+	fprintf(f, "%zu of %zu processes looked at have candidates", nrows, count_looked_at(v));
 	if (disabled)
 		fprintf(f, "; %zu disabled by policy", disabled);
 	fprintf(f, "\n");

@@ -36,13 +36,12 @@ static void test_table(void **state)
 {
 	static struct proc_state st[3];
 	static struct candidate c[4];
-	struct engine e;
+	struct engine_view v = {.procs = st, .nprocs = 3, .cands = c, .ncands = 4};
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f;
 
 	(void)state;
-	memset(&e, 0, sizeof(e));
 	memset(st, 0, sizeof(st));
 	for (int i = 0; i < 3; i++) {
 		st[i].pid = 10 + i;
@@ -50,22 +49,20 @@ static void test_table(void **state)
 		snprintf(st[i].prev.comm, sizeof(st[i].prev.comm), "proc%d", i);
 	}
 	st[2].usage.anon = 8 * B;
+	st[1].results[SCAN_CANDIDATE] = 1;
+	st[2].results[SCAN_CANDIDATE] = 3;
 	/* Process 2 first in the order, process 0 has nothing to do. */
 	c[0] = (struct candidate){.proc = 2, .addr = 4 * B};
 	c[1] = (struct candidate){.proc = 1, .addr = 100 * B};
 	c[2] = (struct candidate){.proc = 2, .addr = 5 * B};
 	c[3] = (struct candidate){.proc = 2, .addr = 7 * B};
-	e.st = st;
-	e.nst = 3;
-	e.cands = c;
-	e.ncands = 4;
 	f = open_memstream(&out, &len);
-	report_table(f, &e, 1);
+	report_table(f, &v, 1);
 	fclose(f);
 	assert_null(strstr(out, "proc0"));
 	assert_true(strstr(out, "12       proc2") < strstr(out, "11       proc1"));
-	assert_non_null(strstr(out, "   0.0%   37.5%  /c\n")); /* 3 blocks of 8 */
-	assert_non_null(strstr(out, "2 of 3 processes have candidates"));
+	assert_non_null(strstr(out, "   0.0%   37.5%  /c\n"));                      /* 3 blocks of 8 */
+	assert_non_null(strstr(out, "2 of 2 processes looked at have candidates")); /* proc0: no results */
 	assert_non_null(strstr(out, "12 (proc2): 2 ranges\n    0x000000800000-0x000000c00000     4.0 MiB\n"));
 	assert_non_null(strstr(out, "… 1 more"));
 	free(out);

@@ -37,13 +37,16 @@ if ((${#missing[@]})); then
 	apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
 	[[ -n $ours ]] && rm -f "$policy"
 	((rc == 0)) || exit "$rc"
-	# Enabled units would start at the next boot: disable them, and stop
-	# one that still runs (a policy-rc.d of someone else's allowed it).
-	if [[ -d /run/systemd/system ]]; then
-		for u in "${services[@]}"; do
-			if [[ " ${missing[*]} " == *" ${u%.service} "* ]]; then
-				systemctl disable --now "$u" >/dev/null 2>&1 || true
-			fi
-		done
-	fi
+	# Enabled units (and SysV links) would start at the next boot: disable
+	# them (systemctl does that without a running systemd too), and stop one
+	# that still runs (someone else's policy-rc.d allowed it).
+	for u in "${services[@]}"; do
+		[[ " ${missing[*]} " == *" ${u%.service} "* ]] || continue
+		if command -v systemctl >/dev/null; then
+			systemctl disable "$u" >/dev/null 2>&1 || true
+		fi
+		if [[ -d /run/systemd/system ]]; then
+			systemctl stop "$u" >/dev/null 2>&1 || true
+		fi
+	done
 fi

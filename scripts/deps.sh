@@ -10,7 +10,7 @@ packages=(
 	jq man-db procps libcap2-bin strace util-linux
 	debootstrap systemd-container
 	prometheus # only for promtool (tests/integration/metrics.sh, alerts.sh): 19 MB, 96 MB installed
-	prometheus-node-exporter # only its binary, run by tests/integration/node_exporter.sh
+	prometheus-node-exporter curl # the exporter binary and a client, for tests/integration/coverage.sh
 )
 # Both prometheus packages start a system service on install (and enable it
 # on systemd). The tests run their own instance by PID and need no service:

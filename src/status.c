@@ -199,6 +199,26 @@ static void scalar_sample(struct status *st, const struct prom_sample *s)
 				st->khugepaged = khugepaged_mode_name(m);
 }
 
+static void add_skipped(struct status_cgroup *g, const char *result, double v)
+{
+	g->skipped += v;
+	if (!result || g->nskip == STATUS_MAX_RESULTS)
+		return;
+	snprintf(g->skip[g->nskip].result, sizeof(g->skip[0].result), "%s", result);
+	g->skip[g->nskip++].bytes = v;
+}
+
+/* The result that skipped the most bytes of g, or "-". */
+static const char *top_skip(const struct status_cgroup *g)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < g->nskip; i++)
+		if (g->skip[i].bytes > g->skip[best].bytes)
+			best = i;
+	return g->nskip && g->skip[best].bytes > 0 ? g->skip[best].result : "-";
+}
+
 static int sample(struct status *st, const struct prom_sample *s, size_t *cap, bool *seen_passes)
 {
 	const char *cg = prom_label(s, "cgroup");
@@ -218,7 +238,7 @@ static int sample(struct status *st, const struct prom_sample *s, size_t *cap, b
 	if (!g)
 		return st->ncg == STATUS_MAX_CGROUPS ? 0 : -ENOMEM;
 	if (!strcmp(s->name, "hugecollapsed_cgroup_skipped_bytes"))
-		g->skipped += s->value;
+		add_skipped(g, prom_label(s, "result"), s->value);
 	else if ((f = cgroup_field(g, s->name)))
 		*f = s->value;
 	return 0;
@@ -264,16 +284,17 @@ static double pct(double ratio)
 
 void status_print_tables(FILE *out, const struct status *st)
 {
-	fprintf(out, "\n%9s %7s %11s %11s %11s %11s  %s\n", "COVERAGE", "TARGET", "ANON+SHMEM", "COLLAPSED", "PENDING",
-		"SKIPPED", "CGROUP");
+	fprintf(out, "\n%9s %7s %11s %11s %11s %11s %-15s  %s\n", "COVERAGE", "TARGET", "ANON+SHMEM", "COLLAPSED",
+		"PENDING", "SKIPPED", " MOSTLY", "CGROUP");
 	for (size_t i = 0; i < st->ncg; i++) {
 		const struct status_cgroup *g = &st->cg[i];
 		char target[16] = "-";
 
 		if (g->target >= 0)
 			snprintf(target, sizeof(target), "%.0f%%", pct(g->target));
-		fprintf(out, "%8.1f%% %7s %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB  %s\n", pct(g->coverage), target,
-			(g->anon + g->shmem) / MIB, g->collapsed / MIB, g->pending / MIB, g->skipped / MIB, g->cgroup);
+		fprintf(out, "%8.1f%% %7s %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB  %-15.15s %s\n", pct(g->coverage),
+			target, (g->anon + g->shmem) / MIB, g->collapsed / MIB, g->pending / MIB, g->skipped / MIB,
+			top_skip(g), g->cgroup);
 	}
 	if (!st->ncg)
 		fprintf(out, "  (no coverage series: a daemon older than this binary?)\n");
@@ -323,7 +344,13 @@ void status_print_json(FILE *out, const struct status *st, const char *path, dou
 		json_num(out, "collapsed_bytes", g->collapsed, true);
 		json_num(out, "pending_bytes", g->pending, true);
 		json_num(out, "skipped_bytes", g->skipped, true);
-		fputc('}', out);
+		fprintf(out, ",\"skipped_by_result\":{");
+		for (size_t k = 0; k < g->nskip; k++) {
+			fprintf(out, "%s", k ? "," : "");
+			json_string(out, g->skip[k].result);
+			fprintf(out, ":%.17g", isfinite(g->skip[k].bytes) ? g->skip[k].bytes : 0);
+		}
+		fprintf(out, "}}");
 	}
 	fprintf(out, "],\"processes\":[");
 	for (size_t i = 0, n = 0; i < st->nproc; i++) {

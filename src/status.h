@@ -33,10 +33,17 @@ int parse_prom_sample_buf(const char *line, size_t len, struct prom_sample *s);
 /* The value of label key in s, or NULL. */
 const char *prom_label(const struct prom_sample *s, const char *key);
 
+#define STATUS_MAX_RESULTS 24
+
 struct status_cgroup {
 	char cgroup[PROM_VALUE_MAX];
 	double anon, anon_huge, shmem, shmem_huge, pending, collapsed, skipped;
 	double coverage, target; /* ratios; target < 0: none */
+	struct {
+		char result[32];
+		double bytes;
+	} skip[STATUS_MAX_RESULTS]; /* skipped bytes by scan result */
+	size_t nskip;
 };
 
 struct status_process {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "engine.h"
 #include "metrics.h"
+#include "scan_result.h"
 #include "status.h"
 
 #define MIB2 (UINT64_C(2) << 20)
@@ -91,6 +92,8 @@ static void test_round_trip(void **state)
 	st[0].usage = (struct thp_usage){.anon = 8 * MIB2, .anon_huge = 2 * MIB2};
 	st[0].blocks = memos;
 	st[0].nblocks = 4;
+	st[0].results[SCAN_COLD] = 3;
+	st[0].results[SCAN_EXCEED_NONE_PTE] = 1;
 	snprintf(st[0].prev.comm, sizeof(st[0].prev.comm), "db");
 	cgb[0] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 3 * MIB2};
 	e.st = st;
@@ -119,6 +122,9 @@ static void test_round_trip(void **state)
 	status_print_json(f, &sts, "/run/x.prom", 3);
 	fclose(f);
 	assert_non_null(strstr(out, "    25.0%       -"));
+	assert_non_null(strstr(out, "MiB  cold            /we\"ird")); /* the top reason */
+	assert_non_null(strstr(
+	    out, "\"skipped_bytes\":8388608,\"skipped_by_result\":{\"exceed_none_pte\":2097152,\"cold\":6291456}"));
 	assert_non_null(strstr(out, "\"coverage\":0.25"));
 	assert_non_null(strstr(out, "\"pending_bytes\":8388608"));
 	assert_non_null(strstr(out, "\"cgroup\":\"/we\\\"ird\\\\name\\u000ahere\""));

@@ -82,7 +82,9 @@ static void ratios(FILE *f, const struct coverage *c)
 
 static void skipped(FILE *f, const struct coverage *c)
 {
-	header(f, "hugecollapsed_cgroup_skipped_bytes", "Bytes the last scans skipped, by scan result.");
+	header(f, "hugecollapsed_cgroup_skipped_bytes",
+	       "2 MiB blocks the last scans skipped, in bytes of address space (not all resident: ineligible "
+	       "counts whole mappings), by scan result.");
 	for (size_t i = 0; i < c->ncg; i++)
 		for (int r = 0; r < SCAN_NR_RESULTS; r++) {
 			if (!c->cg[i].skipped[r])

@@ -132,6 +132,7 @@ assert_cmd "promtool check metrics accepts the file" promtool check metrics <"$H
 ### --status and --status --json
 "$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1
 assert_eq "--status exits 0" "$?" 0
+sed 's/^/#   /' "$HC_TMP/status.out"
 assert_cmd "--status: the cgroup's row with coverage and its 90% target" \
 	grep -Eq "^ +(9[0-9]|100)\.[0-9]% +90% .* /$CG\$" "$HC_TMP/status.out"
 assert_cmd "--status: the process table" grep -q '^top processes by pending bytes' "$HC_TMP/status.out"

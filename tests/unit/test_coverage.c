@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +22,7 @@
 #include "coverage.h"
 #include "coverage_metrics.h"
 #include "engine.h"
+#include "procs.h"
 #include "smaps_scan.h"
 
 #define FIX  HC_FIXTURES "/cgroup"
@@ -154,6 +156,38 @@ static void test_usage_from_smaps(void **state)
 	l.n = 0;
 	thp_usage_from_vmas(&l, &u);
 	assert_true(thp_usage_ratio(&u) == 0);
+}
+
+/* thp_usage_refresh() on this very process: its fresh 8 MiB of anonymous
+ * memory show; a wrong start time (a recycled PID) reads nothing. */
+static void test_refresh_live(void **state)
+{
+	struct thp_usage u = {0}, before;
+	struct proc_sample self;
+	struct vma_list l;
+	char *buf = NULL, path[64];
+	size_t cap = 0, len = 8u << 20;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int dirfd;
+
+	(void)state;
+	assert_true(m != MAP_FAILED);
+	memset(m, 1, len);
+	snprintf(path, sizeof(path), "/proc/%d", (int)getpid());
+	dirfd = open(path, O_RDONLY | O_DIRECTORY);
+	assert_true(dirfd >= 0);
+	assert_int_equal(read_proc_stat(dirfd, &self), 0);
+	close(dirfd);
+	vma_list_init(&l);
+	assert_int_equal(thp_usage_refresh("/proc", getpid(), self.start_ticks, &buf, &cap, &l, &u), 0);
+	assert_true(u.anon >= len);
+	before = u;
+	assert_int_equal(thp_usage_refresh("/proc", getpid(), self.start_ticks + 1, &buf, &cap, &l, &u), -ESRCH);
+	assert_memory_equal(&u, &before, sizeof(u));
+	assert_true(thp_usage_refresh(HC_FIXTURES "/nonexistent", getpid(), 0, &buf, &cap, &l, &u) < 0);
+	vma_list_free(&l);
+	free(buf);
+	munmap(m, len);
 }
 
 /* An engine of 6 processes: two under the policy file /web (one in a
@@ -352,6 +386,7 @@ int main(void)
 	    cmocka_unit_test(test_read_at),
 	    cmocka_unit_test(test_controllers),
 	    cmocka_unit_test(test_usage_from_smaps),
+	    cmocka_unit_test(test_refresh_live),
 	    cmocka_unit_test(test_build_groups),
 	    cmocka_unit_test(test_policy_group_without_processes),
 	    cmocka_unit_test(test_memory_stat_replaces_sums),

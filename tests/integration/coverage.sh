@@ -5,7 +5,9 @@
 #    workload there; its metrics file then shows that cgroup's anon and shmem
 #    bytes (summed from smaps: this machine's cgroup v2 has no memory
 #    controller) and a coverage ratio that agrees with the workloads' own
-#    smaps, its target 0.9, and nothing pending; the file passes promtool;
+#    smaps, its target 0.9, and nothing pending; with four more cgroups and
+#    coverage_top_cgroups = 3 there are 5 groups, one of them "other"; the
+#    file passes promtool;
 #  - `--status` prints the cgroup's row (coverage, target) and the process
 #    table header; `--status --json` carries the same numbers;
 #  - Debian's prometheus-node-exporter, run by PID with only the textfile
@@ -43,20 +45,30 @@ stop()
 	wait "$1" 2>/dev/null
 }
 
-cleanup()
+# remove_cgroup DIR: moves what is left in it to the root, then removes it.
+remove_cgroup()
 {
 	local pid i
+	[[ -d $1 ]] || return 0
+	for ((i = 0; i < 50; i++)); do
+		while read -r pid; do
+			echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
+		done <"$1/cgroup.procs"
+		rmdir "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "# WARNING: cannot remove $1"
+}
+
+cleanup()
+{
+	local k
 	stop "$XPID"
 	stop "$DPID"
-	if [[ -d $CG_ROOT/$CG ]]; then
-		for ((i = 0; i < 50; i++)); do
-			while read -r pid; do
-				echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
-			done <"$CG_ROOT/$CG/cgroup.procs"
-			rmdir "$CG_ROOT/$CG" 2>/dev/null && break
-			sleep 0.1
-		done
-	fi
+	for k in 1 2 3 4; do
+		remove_cgroup "$CG_ROOT/$CG-x$k"
+	done
+	remove_cgroup "$CG_ROOT/$CG"
 	hc_cleanup
 }
 trap cleanup EXIT
@@ -85,6 +97,15 @@ if ! start_workload hot 32 hot || ! start_workload shmem 16 shm; then
 fi
 echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
 echo "${WL_PID[shm]}" >"$CG_ROOT/$CG/cgroup.procs"
+# Four more cgroups without a policy file, a sleeping process in each: with
+# coverage_top_cgroups = 3, at most 3 of them and "/" get their own series,
+# the rest is "other".
+for k in 1 2 3 4; do
+	mkdir "$CG_ROOT/$CG-x$k" || hc_not_ok "create $CG_ROOT/$CG-x$k"
+	sleep 600 &
+	HC_PIDS+=("$!")
+	echo "$!" >"$CG_ROOT/$CG-x$k/cgroup.procs"
+done
 
 env -u NOTIFY_SOCKET -u WATCHDOG_USEC -u WATCHDOG_PID "$HC_BIN" --config "$CONF" 2>"$HC_TMP/daemon.err" &
 DPID=$!
@@ -125,7 +146,8 @@ assert_eq "the policy's target is exported" "$(value "hugecollapsed_cgroup_cover
 assert_eq "nothing pending once collapsed" "$(value "hugecollapsed_cgroup_pending_bytes{cgroup=\"/$CG\"}")" 0
 assert_ge "collapsed bytes of the group" "$(value "hugecollapsed_cgroup_collapsed_bytes{cgroup=\"/$CG\"}")" $((32 << 20))
 ngroups=$(grep -c '^hugecollapsed_cgroup_thp_coverage_ratio{' "$PROM")
-assert_le "groups bounded: policy + coverage_top_cgroups (3) + other" "$ngroups" 5
+assert_eq "groups bounded: policy + coverage_top_cgroups (3) + other" "$ngroups" 5
+assert_cmd "the rest is summed as other" grep -q '^hugecollapsed_cgroup_thp_coverage_ratio{cgroup="other"} ' "$PROM"
 cp "$PROM" "$HC_TMP/snapshot.prom"
 assert_cmd "promtool check metrics accepts the file" promtool check metrics <"$HC_TMP/snapshot.prom"
 

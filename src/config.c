@@ -71,6 +71,7 @@ static const struct key_def keys[] = {
     DAEMON_KEY(state_file, K_STRING, 0, 0),
     DAEMON_KEY(full_rescan_s, K_UINT, 1, 86400),
     DAEMON_KEY(alloc_backoff_ms, K_UINT, 0, 3600000),
+    DAEMON_KEY(coverage_top_cgroups, K_UINT, 0, 1000),
     POLICY_KEY("enable", enable, K_BOOL, 0, 0),
     POLICY_KEY("weight", weight, K_UINT, 1, 10000),
     POLICY_KEY("budget_mb_per_s", budget_mb_per_s, K_UINT, 1, 100000),
@@ -84,6 +85,7 @@ static const struct key_def keys[] = {
     POLICY_KEY("file_backed", file_backed, K_BOOL, 0, 0),
     POLICY_KEY("access_sampling", access_sampling, K_BOOL, 0, 0),
     POLICY_KEY("access_sample_s", access_sample_s, K_UINT, 1, 86400),
+    POLICY_KEY("coverage_target_pct", coverage_target_pct, K_UINT, 0, 100),
     {"path", IN_RULE, K_CGROUP_PATH, 0, 0, 0},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -641,6 +643,7 @@ static int defaults_into(struct config *c)
 	c->khugepaged = KHUGEPAGED_KEEP;
 	c->full_rescan_s = 300;
 	c->alloc_backoff_ms = 60000;
+	c->coverage_top_cgroups = 10;
 	c->defaults = policy_default;
 	c->metrics_file = strdup(CONFIG_DEFAULT_METRICS);
 	c->state_file = strdup(CONFIG_DEFAULT_STATE);

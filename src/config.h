@@ -29,6 +29,7 @@ struct policy {
 	bool file_backed;              /* file_backed = yes: try file-backed text */
 	bool access_sampling;          /* access_sampling = no: clear_refs periodically */
 	unsigned access_sample_s;      /* access_sample_s = 30, 1..86400 */
+	unsigned coverage_target_pct;  /* coverage_target_pct = 0 (none), 0..100: exported for alerts */
 };
 
 struct cgroup_rule {
@@ -48,6 +49,7 @@ struct config {
 	char *state_file;                /* /run/hugecollapsed/khugepaged.state; "" = memory only */
 	unsigned full_rescan_s;          /* 300, 1..86400 */
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
+	unsigned coverage_top_cgroups;   /* 10, 0..1000: cgroups without a policy file in the metrics */
 	/* [collapse] */
 	struct policy defaults;
 	/* the *.conf files in cgroup_dir, sorted by path */

@@ -17,6 +17,7 @@
 #include "privilege.h"
 #include "report.h"
 #include "service.h"
+#include "status.h"
 
 /* Exit statuses, documented in hugecollapsed(8). */
 enum {
@@ -35,7 +36,8 @@ static void usage(FILE *f)
 		   "  hugecollapsed --once [--dry-run] [--pid PID]... [--json] [--sample-ms N]\n"
 		   "                [--config PATH] [-v]            one pass, then exit\n"
 		   "  hugecollapsed --check-config [--config PATH]  validate the configuration\n"
-		   "  hugecollapsed --status [--config PATH]        summarize the metrics file\n"
+		   "  hugecollapsed --status [--json] [--config PATH]\n"
+		   "                                                coverage and progress from the metrics file\n"
 		   "  hugecollapsed --restore [--config PATH]       put back the khugepaged knobs a\n"
 		   "                                                daemon that died left changed\n"
 		   "  hugecollapsed --version | --help\n"
@@ -155,8 +157,8 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 		fprintf(stderr, "hugecollapsed: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if ((c->dry_run || c->json || c->npids) && !c->once) {
-		fprintf(stderr, "hugecollapsed: --dry-run, --json and --pid go with --once\n");
+	if ((c->dry_run || c->npids || (c->json && !c->status)) && !c->once) {
+		fprintf(stderr, "hugecollapsed: --dry-run and --pid go with --once, --json with --once or --status\n");
 		return EXIT_USAGE;
 	}
 	if (c->once + c->check_config + c->status + c->restore > 1) {
@@ -264,7 +266,7 @@ int main(int argc, char **argv)
 	if (c.status) {
 		if (load_config(&c, &cfg) < 0)
 			return EXIT_ERROR;
-		r = metrics_print_status(stdout, cfg.metrics_file);
+		r = status_run(stdout, cfg.metrics_file, c.json); /* status.h */
 		config_free(&cfg);
 		return r < 0 ? EXIT_ERROR : EXIT_OK;
 	}

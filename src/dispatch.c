@@ -104,6 +104,9 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
+	if (ok) /* coverage.h: the last scan's THP numbers are stale now */
+		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
+				  &s->usage);
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
 	if (collect_retry)

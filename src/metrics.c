@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collapse.h"
+#include "coverage_metrics.h"
 #include "scan_result.h"
 #include "utf8.h"
 
@@ -36,6 +37,11 @@ static void label_value(FILE *f, const char *s)
 			fwrite(s, 1, l, f);
 		s += l ? l : 1;
 	}
+}
+
+void metrics_label_value(FILE *f, const char *s)
+{
+	label_value(f, s);
 }
 
 /* s with U+FFFD for each byte that starts no valid UTF-8 sequence: what
@@ -174,6 +180,7 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
 	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
 		   e->last.backing_off);
+	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	clock_gettime(CLOCK_REALTIME, &now);
 	scalar_u64(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.",
 		   (unsigned long long)now.tv_sec);

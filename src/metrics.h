@@ -20,5 +20,8 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode);
  * once more. Returns 0 or -errno; "" means no metrics file. */
 int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode);
 
+/* Writes s as a label value (no quotes): escaped and UTF-8, as above. */
+void metrics_label_value(FILE *f, const char *s);
+
 /* Prints a readable summary of a metrics file. Returns 0 or -errno. */
 int metrics_print_status(FILE *out, const char *path);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "block_memo.h"
+#include "coverage.h"
 #include "plan.h"
 #include "procs.h"
 #include "scan_result.h"
@@ -43,6 +44,7 @@ struct proc_state {
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
+	struct thp_usage usage;            /* anon/shmem and PMD-mapped, last scan */
 	struct block_memo *blocks;         /* candidates from the last scan */
 	size_t nblocks, capblocks;
 	struct addr_set refused;  /* blocks the kernel answered EINVAL: while their VMA stays, up to full_rescan_s */

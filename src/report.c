@@ -1,13 +1,17 @@
 /* Text and JSON output of a pass. */
 #include "report.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "collapse.h"
+#include "log.h"
+#include "report_table.h"
 #include "scan_result.h"
 #include "utf8.h"
 
-#define MIB (1024.0 * 1024.0)
+#define MIB               (1024.0 * 1024.0)
+#define REPORT_MAX_RANGES 8 /* per process in the table; --json has them all */
 
 static const char *tier_name(unsigned t)
 {
@@ -86,7 +90,11 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 {
 	struct engine_view v = engine_view(e);
 
+	/* The table and ranges; every block only with -v (a 10 GiB heap is
+	 * 5000 lines). */
 	if (per_process)
+		report_table(f, &v, REPORT_MAX_RANGES);
+	if (per_process && log_is_verbose())
 		for (size_t i = 0; i < v.nprocs; i++)
 			if (shown(&v.procs[i]))
 				text_process(f, &v, i);
@@ -119,6 +127,30 @@ static void json_results(FILE *f, const uint64_t *results)
 	fputc('}', f);
 }
 
+/* What smaps said of its anon and shmem memory, and the candidate blocks
+ * merged into ranges. */
+static void json_usage_ranges(FILE *f, const struct engine_view *v, size_t idx)
+{
+	const struct thp_usage *u = &v->procs[idx].usage;
+	size_t n, nr = 0;
+	uint64_t *a = report_candidate_addrs(v, idx, &n);
+	struct block_range *r = a ? malloc(n * sizeof(*r)) : NULL;
+
+	fprintf(f, ",\"anon_bytes\":%llu,\"anon_huge_bytes\":%llu,\"shmem_bytes\":%llu,\"shmem_huge_bytes\":%llu",
+		(unsigned long long)u->anon, (unsigned long long)u->anon_huge, (unsigned long long)u->shmem,
+		(unsigned long long)u->shmem_huge);
+	if (r)
+		nr = merge_block_ranges(a, n, r);
+	fprintf(f, ",\"ranges\":[");
+	for (size_t i = 0; i < nr; i++)
+		fprintf(f, "%s{\"start\":\"0x%llx\",\"end\":\"0x%llx\",\"blocks\":%llu}", i ? "," : "",
+			(unsigned long long)r[i].start, (unsigned long long)r[i].end,
+			(unsigned long long)((r[i].end - r[i].start) / HPAGE_SIZE));
+	fputc(']', f);
+	free(r);
+	free(a);
+}
+
 static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 {
 	const struct proc_state *s = &v->procs[idx];
@@ -133,6 +165,7 @@ static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 		(s->policy && !s->policy->enable) || s->cgroup_unknown ? "false" : "true", s->activity.cpu,
 		s->activity.faults);
 	json_results(f, s->results);
+	json_usage_ranges(f, v, idx);
 	fprintf(f, ",\"candidates\":[");
 	for (size_t i = 0; i < v->ncands; i++) {
 		const struct candidate *c = &v->cands[i];

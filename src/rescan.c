@@ -128,6 +128,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	if (r == -EINVAL)
 		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
 			 (int)s->pid, e->vmas.n);
+	thp_usage_from_vmas(&e->vmas, &s->usage); /* coverage.h: for metrics and reports */
 	r = range_scanner_attach(&e->scanner, dirfd, s->pid);
 	if (r < 0)
 		return r;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cgroup2.h"
+#include "coverage_metrics.h"
 #include "config.h"
 #include "engine.h"
 #include "khugepaged.h"
@@ -284,6 +285,8 @@ int service_run(const char *config_path)
 	r = cgroup2_open(&s.cgroup2, "/proc/self/mountinfo");
 	if (r < 0)
 		log_info("no cgroup v2 mount found (%s): per-cgroup metrics of removed cgroups are kept", strerror(-r));
+	else /* coverage_metrics.h: memory.stat where v2 has a memory controller */
+		coverage_metrics_memory_stat(s.cgroup2.fd, s.cgroup2.root);
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
 	if (r == 0)

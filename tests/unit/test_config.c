@@ -125,6 +125,7 @@ static void assert_default_policy(const struct policy *p)
 	assert_true(p->file_backed);
 	assert_false(p->access_sampling);
 	assert_int_equal(p->access_sample_s, 30);
+	assert_int_equal(p->coverage_target_pct, 0);
 }
 
 static void assert_default_daemon(const struct config *c)
@@ -135,6 +136,7 @@ static void assert_default_daemon(const struct config *c)
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
 	assert_int_equal(c->full_rescan_s, 300);
 	assert_int_equal(c->alloc_backoff_ms, 60000);
+	assert_int_equal(c->coverage_top_cgroups, 10);
 }
 
 /* ---- defaults and every key ---- */
@@ -209,6 +211,7 @@ static void test_every_key_parsed(void **state)
 	assert_string_equal(c.state_file, "/var/tmp/hc.state");
 	assert_int_equal(c.full_rescan_s, 86400);
 	assert_int_equal(c.alloc_backoff_ms, 3600000);
+	assert_int_equal(c.coverage_top_cgroups, 1000);
 
 	d = &c.defaults;
 	assert_false(d->enable);
@@ -224,6 +227,7 @@ static void test_every_key_parsed(void **state)
 	assert_false(d->file_backed);
 	assert_true(d->access_sampling);
 	assert_int_equal(d->access_sample_s, 7);
+	assert_int_equal(d->coverage_target_pct, 100);
 
 	/* Two rules (README and *.conf.example ignored), sorted by path. */
 	assert_int_equal(c.nrules, 2);
@@ -336,6 +340,10 @@ static void test_main_value_errors(void **state)
 	expect_main_error("[collapse]\nmin_referenced_pct = 101\n", 2,
 			  "key 'min_referenced_pct': 101 is out of range 0..100");
 	expect_main_error("[collapse]\n\n\nweight = 0\n", 4, "key 'weight': 0 is out of range 1..10000");
+	expect_main_error("[daemon]\ncoverage_top_cgroups = 1001\n", 2,
+			  "key 'coverage_top_cgroups': 1001 is out of range 0..1000");
+	expect_main_error("[collapse]\ncoverage_target_pct = 101\n", 2,
+			  "key 'coverage_target_pct': 101 is out of range 0..100");
 	expect_main_error("[collapse]\nweight = 99999999999999999999999\n", 2,
 			  "key 'weight': 99999999999999999999999 is out of range 1..10000");
 	expect_main_error("[collapse]\nweight = +5\n", 2, "key 'weight': '+5' is not a number (range 1..10000)");
@@ -720,6 +728,7 @@ static void test_shipped_example_parses(void **state)
 	batch = config_policy_for(&c, "/batch.slice/x.scope");
 	assert_true(web->enable);
 	assert_true(web->weight > c.defaults.weight);
+	assert_int_equal(web->coverage_target_pct, 80);
 	assert_false(batch->enable);
 	config_free(&c);
 }

@@ -1,0 +1,447 @@
+/* --status tables and JSON from the metrics file. */
+#include "status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "metrics.h"
+#include "report.h"
+
+#define MIB             (1024.0 * 1024.0)
+#define STATUS_MAX_FILE (16u << 20) /* far above what 1000 cgroups take */
+
+static bool name_char(char c, bool first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+	       (!first && c >= '0' && c <= '9');
+}
+
+/* Copies a quoted label value starting after the opening quote; returns
+ * the position after the closing quote, or NULL. */
+static const char *label_value_at(const char *p, const char *end, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (; p < end && *p != '"'; p++) {
+		char c = *p;
+
+		if (c == '\\') {
+			if (++p == end)
+				return NULL;
+			c = *p;
+			if (c == 'n')
+				c = '\n';
+			else if (c != '\\' && c != '"')
+				return NULL;
+		}
+		if (n + 1 >= outlen)
+			return NULL;
+		out[n++] = c;
+	}
+	out[n] = 0;
+	return p < end ? p + 1 : NULL;
+}
+
+static const char *labels_at(const char *p, const char *end, struct prom_sample *s)
+{
+	while (p < end && *p != '}') {
+		size_t k = 0;
+
+		if (s->nlabels == PROM_MAX_LABELS)
+			return NULL;
+		while (p < end && name_char(*p, k == 0) && k + 1 < sizeof(s->label[0].key))
+			s->label[s->nlabels].key[k++] = *p++;
+		s->label[s->nlabels].key[k] = 0;
+		if (!k || end - p < 2 || p[0] != '=' || p[1] != '"')
+			return NULL;
+		p = label_value_at(p + 2, end, s->label[s->nlabels].value, sizeof(s->label[0].value));
+		if (!p)
+			return NULL;
+		s->nlabels++;
+		if (p < end && *p == ',')
+			p++;
+	}
+	return p < end ? p + 1 : NULL;
+}
+
+int parse_prom_sample_buf(const char *line, size_t len, struct prom_sample *s)
+{
+	const char *p = line, *end = line + len;
+	char num[64], *e;
+	size_t n = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (!len || *line == '#')
+		return -ENOENT;
+	while (p < end && name_char(*p, n == 0)) {
+		if (n + 1 >= sizeof(s->name))
+			return -EINVAL;
+		s->name[n++] = *p++;
+	}
+	if (!n)
+		return -EINVAL;
+	if (p < end && *p == '{') {
+		p = labels_at(p + 1, end, s);
+		if (!p)
+			return -EINVAL;
+	}
+	if (p == end || *p != ' ' || (size_t)(end - p - 1) >= sizeof(num) || end - p < 2)
+		return -EINVAL;
+	memcpy(num, p + 1, (size_t)(end - p - 1));
+	num[end - p - 1] = 0;
+	errno = 0;
+	s->value = strtod(num, &e);
+	/* A timestamp may follow the value. */
+	if (e == num || errno || (*e && *e != ' '))
+		return -EINVAL;
+	return 0;
+}
+
+const char *prom_label(const struct prom_sample *s, const char *key)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (!strcmp(s->label[i].key, key))
+			return s->label[i].value;
+	return NULL;
+}
+
+static struct status_cgroup *cgroup_of(struct status *st, const char *name, size_t *cap)
+{
+	struct status_cgroup *g;
+
+	for (size_t i = 0; i < st->ncg; i++)
+		if (!strcmp(st->cg[i].cgroup, name))
+			return &st->cg[i];
+	if (st->ncg == STATUS_MAX_CGROUPS)
+		return NULL;
+	if (st->ncg == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		g = realloc(st->cg, ncap * sizeof(*g));
+		if (!g)
+			return NULL;
+		st->cg = g;
+		*cap = ncap;
+	}
+	g = &st->cg[st->ncg++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->cgroup, sizeof(g->cgroup), "%s", name);
+	g->target = -1;
+	return g;
+}
+
+/* The cgroup field a series sets, or NULL. */
+static double *cgroup_field(struct status_cgroup *g, const char *name)
+{
+	static const char pre[] = "hugecollapsed_cgroup_";
+	const char *n = name + sizeof(pre) - 1;
+
+	if (strncmp(name, pre, sizeof(pre) - 1) != 0)
+		return NULL;
+	return !strcmp(n, "anon_bytes")              ? &g->anon
+	       : !strcmp(n, "anon_huge_bytes")       ? &g->anon_huge
+	       : !strcmp(n, "shmem_bytes")           ? &g->shmem
+	       : !strcmp(n, "shmem_huge_bytes")      ? &g->shmem_huge
+	       : !strcmp(n, "pending_bytes")         ? &g->pending
+	       : !strcmp(n, "collapsed_bytes")       ? &g->collapsed
+	       : !strcmp(n, "thp_coverage_ratio")    ? &g->coverage
+	       : !strcmp(n, "coverage_target_ratio") ? &g->target
+						     : NULL;
+}
+
+static void process_sample(struct status *st, const struct prom_sample *s)
+{
+	const char *rank = prom_label(s, "rank"), *pid = prom_label(s, "pid");
+	const char *comm = prom_label(s, "comm"), *cg = prom_label(s, "cgroup");
+	unsigned long r = rank ? strtoul(rank, NULL, 10) : 0;
+	struct status_process *p;
+
+	if (!r || r > STATUS_MAX_PROCESSES || !pid || !comm || !cg)
+		return;
+	p = &st->proc[r - 1];
+	p->rank = (unsigned)r;
+	p->pid = (int)strtol(pid, NULL, 10);
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg);
+	if (!strcmp(s->name, "hugecollapsed_top_process_pending_bytes"))
+		p->pending = s->value;
+	else
+		p->coverage = s->value;
+	if (r > st->nproc)
+		st->nproc = r;
+}
+
+static void scalar_sample(struct status *st, const struct prom_sample *s)
+{
+	const char *mode = prom_label(s, "mode");
+
+	if (!strcmp(s->name, "hugecollapsed_passes_total"))
+		st->passes = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_collapsed_bytes_total"))
+		st->collapsed_bytes += s->value;
+	else if (!strcmp(s->name, "hugecollapsed_scan_seconds_total"))
+		st->scan_s = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_collapse_seconds_total"))
+		st->collapse_s = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_last_pass_timestamp_seconds"))
+		st->last_pass = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_backing_off"))
+		st->backing_off = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_khugepaged_mode") && mode && s->value == 1)
+		for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
+			if (!strcmp(mode, khugepaged_mode_name(m)))
+				st->khugepaged = khugepaged_mode_name(m);
+}
+
+static void add_skipped(struct status_cgroup *g, const char *result, double v)
+{
+	g->skipped += v;
+	if (!result || g->nskip == STATUS_MAX_RESULTS)
+		return;
+	snprintf(g->skip[g->nskip].result, sizeof(g->skip[0].result), "%s", result);
+	g->skip[g->nskip++].bytes = v;
+}
+
+/* The result that skipped the most bytes of g, or "-". */
+static const char *top_skip(const struct status_cgroup *g)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < g->nskip; i++)
+		if (g->skip[i].bytes > g->skip[best].bytes)
+			best = i;
+	return g->nskip && g->skip[best].bytes > 0 ? g->skip[best].result : "-";
+}
+
+static int sample(struct status *st, const struct prom_sample *s, size_t *cap, bool *seen_passes)
+{
+	const char *cg = prom_label(s, "cgroup");
+	struct status_cgroup *g;
+	double *f;
+
+	if (!strncmp(s->name, "hugecollapsed_top_process_", 26)) {
+		process_sample(st, s);
+		return 0;
+	}
+	*seen_passes |= !strcmp(s->name, "hugecollapsed_passes_total");
+	if (strncmp(s->name, "hugecollapsed_cgroup_", 21) || !cg) {
+		scalar_sample(st, s);
+		return 0;
+	}
+	g = cgroup_of(st, cg, cap);
+	if (!g)
+		return st->ncg == STATUS_MAX_CGROUPS ? 0 : -ENOMEM;
+	if (!strcmp(s->name, "hugecollapsed_cgroup_skipped_bytes"))
+		add_skipped(g, prom_label(s, "result"), s->value);
+	else if ((f = cgroup_field(g, s->name)))
+		*f = s->value;
+	return 0;
+}
+
+int parse_status_buf(const char *buf, size_t len, struct status *st)
+{
+	const char *p = buf, *end = buf + len;
+	bool seen_passes = false;
+	size_t cap = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->khugepaged = "?";
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		struct prom_sample s;
+
+		if (parse_prom_sample_buf(p, (size_t)(eol - p), &s) == 0 && sample(st, &s, &cap, &seen_passes) < 0) {
+			status_free(st);
+			return -ENOMEM;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!seen_passes) {
+		status_free(st);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void status_free(struct status *st)
+{
+	free(st->cg);
+	st->cg = NULL;
+	st->ncg = 0;
+}
+
+static double pct(double ratio)
+{
+	return isfinite(ratio) ? 100.0 * ratio : 0;
+}
+
+void status_print_tables(FILE *out, const struct status *st)
+{
+	fprintf(out, "\n%9s %7s %11s %11s %11s %11s %-15s  %s\n", "COVERAGE", "TARGET", "ANON+SHMEM", "COLLAPSED",
+		"PENDING", "SKIPPED", " MOSTLY", "CGROUP");
+	for (size_t i = 0; i < st->ncg; i++) {
+		const struct status_cgroup *g = &st->cg[i];
+		char target[16] = "-";
+
+		if (g->target >= 0)
+			snprintf(target, sizeof(target), "%.0f%%", pct(g->target));
+		fprintf(out, "%8.1f%% %7s %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB  %-15.15s %s\n", pct(g->coverage),
+			target, (g->anon + g->shmem) / MIB, g->collapsed / MIB, g->pending / MIB, g->skipped / MIB,
+			top_skip(g), g->cgroup);
+	}
+	if (!st->ncg)
+		fprintf(out, "  (no coverage series: a daemon older than this binary?)\n");
+	fprintf(out, "\ntop processes by pending bytes:\n%-8s %-16s %11s %9s  %s\n", "PID", "COMMAND", "PENDING",
+		"COVERAGE", "CGROUP");
+	for (size_t i = 0; i < st->nproc; i++) {
+		const struct status_process *p = &st->proc[i];
+
+		if (!p->rank)
+			continue;
+		fprintf(out, "%-8d %-16.16s %7.1f MiB %8.1f%%  %s\n", p->pid, p->comm, p->pending / MIB,
+			pct(p->coverage), p->cgroup);
+	}
+	if (!st->nproc)
+		fprintf(out, "  (none: nothing is waiting for the budget)\n");
+}
+
+static void json_num(FILE *out, const char *key, double v, bool comma)
+{
+	fprintf(out, "%s\"%s\":%.17g", comma ? "," : "", key, isfinite(v) ? v : 0);
+}
+
+void status_print_json(FILE *out, const struct status *st, const char *path, double age_s)
+{
+	fprintf(out, "{\"metrics_file\":");
+	json_string(out, path);
+	json_num(out, "age_seconds", age_s, true);
+	json_num(out, "passes", st->passes, true);
+	json_num(out, "collapsed_bytes", st->collapsed_bytes, true);
+	json_num(out, "scan_seconds", st->scan_s, true);
+	json_num(out, "collapse_seconds", st->collapse_s, true);
+	json_num(out, "last_pass_timestamp", st->last_pass, true);
+	fprintf(out, ",\"backing_off\":%s,\"khugepaged\":\"%s\",\"cgroups\":[", st->backing_off == 1 ? "true" : "false",
+		st->khugepaged);
+	for (size_t i = 0; i < st->ncg; i++) {
+		const struct status_cgroup *g = &st->cg[i];
+
+		fprintf(out, "%s{\"cgroup\":", i ? "," : "");
+		json_string(out, g->cgroup);
+		json_num(out, "coverage", g->coverage, true);
+		if (g->target >= 0)
+			json_num(out, "target", g->target, true);
+		json_num(out, "anon_bytes", g->anon, true);
+		json_num(out, "anon_huge_bytes", g->anon_huge, true);
+		json_num(out, "shmem_bytes", g->shmem, true);
+		json_num(out, "shmem_huge_bytes", g->shmem_huge, true);
+		json_num(out, "collapsed_bytes", g->collapsed, true);
+		json_num(out, "pending_bytes", g->pending, true);
+		json_num(out, "skipped_bytes", g->skipped, true);
+		fprintf(out, ",\"skipped_by_result\":{");
+		for (size_t k = 0; k < g->nskip; k++) {
+			fprintf(out, "%s", k ? "," : "");
+			json_string(out, g->skip[k].result);
+			fprintf(out, ":%.17g", isfinite(g->skip[k].bytes) ? g->skip[k].bytes : 0);
+		}
+		fprintf(out, "}}");
+	}
+	fprintf(out, "],\"processes\":[");
+	for (size_t i = 0, n = 0; i < st->nproc; i++) {
+		const struct status_process *p = &st->proc[i];
+
+		if (!p->rank)
+			continue;
+		fprintf(out, "%s{\"pid\":%d,\"comm\":", n++ ? "," : "", p->pid);
+		json_string(out, p->comm);
+		fprintf(out, ",\"cgroup\":");
+		json_string(out, p->cgroup);
+		json_num(out, "pending_bytes", p->pending, true);
+		json_num(out, "coverage", p->coverage, true);
+		fputc('}', out);
+	}
+	fprintf(out, "]}\n");
+}
+
+/* The whole file, NUL-terminated, at most STATUS_MAX_FILE bytes. */
+static int read_all(const char *path, char **buf, size_t *len, double *age_s)
+{
+	struct stat sb;
+	size_t cap = 65536, n = 0;
+	char *b = NULL, *nb;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	*age_s = difftime(time(NULL), sb.st_mtime);
+	do {
+		if (n + 1 >= cap || !b) {
+			cap = b ? cap * 2 : cap;
+			nb = cap > STATUS_MAX_FILE ? NULL : realloc(b, cap);
+			if (!nb) {
+				free(b);
+				close(fd);
+				return -EFBIG;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		n += r > 0 ? (size_t)r : 0;
+	} while (r > 0);
+	close(fd);
+	if (r < 0) {
+		free(b);
+		return -EIO;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int status_run(FILE *out, const char *path, bool json)
+{
+	struct status st;
+	double age = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!json) {
+		r = metrics_print_status(out, path);
+		if (r < 0)
+			return r;
+	}
+	if (!path || !*path) {
+		fprintf(stderr, "hugecollapsed: no metrics_file is configured\n");
+		return -ENOENT;
+	}
+	r = read_all(path, &buf, &len, &age);
+	if (r < 0) {
+		fprintf(stderr, "hugecollapsed: %s: %s (is the daemon running?)\n", path, strerror(-r));
+		return r;
+	}
+	r = parse_status_buf(buf, len, &st);
+	free(buf);
+	if (r < 0) {
+		fprintf(stderr, "hugecollapsed: %s is not a hugecollapsed metrics file\n", path);
+		return r;
+	}
+	if (json)
+		status_print_json(out, &st, path, age);
+	else
+		status_print_tables(out, &st);
+	status_free(&st);
+	return 0;
+}

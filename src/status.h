@@ -1,0 +1,85 @@
+/* status: `hugecollapsed --status` tables and `--status --json`, read back
+ * from the metrics file the daemon writes (coverage_metrics.h names the
+ * series). The parser is pure and bounded: the file is the daemon's, but
+ * whoever can write its directory can put anything there.
+ *
+ * Per cgroup group: coverage %, its target, anon + shmem bytes, collapsed,
+ * pending and skipped bytes. Then the top processes by pending bytes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define PROM_MAX_LABELS 4
+#define PROM_NAME_MAX   96
+#define PROM_VALUE_MAX  512
+
+/* One sample line: name{k="v",...} value. Label values unescaped. */
+struct prom_sample {
+	char name[PROM_NAME_MAX];
+	size_t nlabels;
+	struct {
+		char key[16];
+		char value[PROM_VALUE_MAX];
+	} label[PROM_MAX_LABELS];
+	double value;
+};
+
+/* Parses one line (no newline) of the text format. Returns 0, -ENOENT for
+ * a comment or an empty line, -EINVAL for anything malformed (a name,
+ * label or value too long, too many labels, a bad escape, no value). */
+int parse_prom_sample_buf(const char *line, size_t len, struct prom_sample *s);
+
+/* The value of label key in s, or NULL. */
+const char *prom_label(const struct prom_sample *s, const char *key);
+
+#define STATUS_MAX_RESULTS 24
+
+struct status_cgroup {
+	char cgroup[PROM_VALUE_MAX];
+	double anon, anon_huge, shmem, shmem_huge, pending, collapsed, skipped;
+	double coverage, target; /* ratios; target < 0: none */
+	struct {
+		char result[32];
+		double bytes;
+	} skip[STATUS_MAX_RESULTS]; /* skipped bytes by scan result */
+	size_t nskip;
+};
+
+struct status_process {
+	unsigned rank;
+	int pid;
+	char comm[PROM_VALUE_MAX];
+	char cgroup[PROM_VALUE_MAX];
+	double pending, coverage;
+};
+
+#define STATUS_MAX_CGROUPS   2048
+#define STATUS_MAX_PROCESSES 16
+
+struct status {
+	double passes, collapsed_bytes, scan_s, collapse_s, last_pass, backing_off;
+	const char *khugepaged; /* static string, "?" if unknown */
+	struct status_cgroup *cg;
+	size_t ncg;
+	struct status_process proc[STATUS_MAX_PROCESSES];
+	size_t nproc;
+};
+
+/* Fills st from the text of a metrics file. Malformed lines are skipped;
+ * at most STATUS_MAX_CGROUPS groups and STATUS_MAX_PROCESSES processes are
+ * kept. Returns 0, -EINVAL if it is not a hugecollapsed metrics file (no
+ * hugecollapsed_passes_total), -ENOMEM. */
+int parse_status_buf(const char *buf, size_t len, struct status *st);
+void status_free(struct status *st);
+
+/* The cgroup and process tables of st. */
+void status_print_tables(FILE *out, const struct status *st);
+/* Everything in st as one JSON object; age_s: seconds since the file was
+ * written. */
+void status_print_json(FILE *out, const struct status *st, const char *path, double age_s);
+
+/* Reads path (the daemon's metrics file) and prints the tables after the
+ * summary of metrics_print_status(), or the JSON object. Returns 0 or
+ * -errno, after a message on stderr. */
+int status_run(FILE *out, const char *path, bool json);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "khugepaged.h"
 #include "log.h"
 #include "vma_eligibility.h"
 
@@ -38,6 +39,9 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->madvise_fn = sys_process_madvise;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
+	e->thp_dir = khugepaged_sysfs_dir();
+	e->prctl_infer = thp_prctl_infer;
+	e->thp_read_at = -1e9;
 	vma_list_init(&e->vmas);
 	e->procs = procs_open();
 	if (!e->procs)
@@ -283,6 +287,20 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->eagain = old ? old->eagain : 0;
 }
 
+/* The THP policy, read again at most once a second: an administrator may
+ * change a knob the daemon does not own. On failure the last one stands. */
+static void thp_refresh(struct engine *e, double now)
+{
+	int r;
+
+	if (now - e->thp_read_at < 1.0)
+		return;
+	e->thp_read_at = now;
+	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
+	if (r < 0)
+		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
  * Returns 0, or -errno (-ESRCH: gone or recycled). */
 static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struct pass_stats *ps, double now)
@@ -312,6 +330,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 	e->nold_blocks = s->nblocks;
 	s->nblocks = 0;
 	memset(s->results, 0, sizeof(s->results));
+	thp_refresh(e, now);
+	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
 		const struct vma *v = &e->vmas.v[i];
@@ -320,7 +340,9 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 
 		vma_blocks(v, &b);
 		s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict = vma_verdict(v, &pol->limits, s->thp_enabled, pol->file_backed);
+		verdict =
+		    vma_verdict(v, &pol->limits, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				pol->file_backed);
 		if (verdict != SCAN_CANDIDATE) {
 			s->results[verdict] += b.whole;
 			continue;

@@ -22,6 +22,7 @@
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "thp_policy.h"
 
 /* A few block addresses (searched linearly: they are rare). */
 struct addr_set {
@@ -52,8 +53,9 @@ struct proc_state {
 	double last_scan;
 	uint64_t scan_minflt, scan_majflt, scan_rss, scan_vsize;
 	char *cgroup;
-	const struct policy *policy; /* into the engine's config */
-	bool thp_enabled;
+	const struct policy *policy;       /* into the engine's config */
+	bool thp_enabled;                  /* /proc/PID/status THP_enabled */
+	uint8_t thp_prctl;                 /* enum thp_prctl, inferred at the last scan */
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
@@ -137,6 +139,14 @@ struct engine {
 	struct pass_stats total;                              /* since start */
 	struct pass_stats last;                               /* the last pass */
 	uint64_t passes;
+	/* The THP policy (live and original), read from thp_dir at most once a
+	 * second while processes are scanned; khp: what the daemon changed
+	 * (NULL: nothing, as for --once). */
+	struct thp_state thp;
+	double thp_read_at;
+	const char *thp_dir;
+	const struct khugepaged_saved *khp;
+	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	double (*now)(void);           /* monotonic seconds; injectable */
 };

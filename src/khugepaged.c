@@ -169,3 +169,16 @@ void khugepaged_log_state(enum khugepaged_mode mode)
 			 "set khugepaged = idle or off to leave collapsing to hugecollapsed",
 			 pages, sleep_ms);
 }
+
+const char *khugepaged_original(const struct khugepaged_saved *s, const char *file)
+{
+	for (size_t i = 0; i < s->n && i < KHUGEPAGED_MAX_SAVED; i++)
+		if (!strcmp(s->saved[i].file, file))
+			return s->saved[i].value;
+	return NULL;
+}
+
+const char *khugepaged_sysfs_dir(void)
+{
+	return sysfs_dir();
+}

@@ -42,6 +42,15 @@ int khugepaged_restore(struct khugepaged_saved *s);
  * and warns when it is still actively collapsing alongside us. */
 void khugepaged_log_state(enum khugepaged_mode mode);
 
+/* The value a knob had before the daemon first changed it, or NULL when the
+ * daemon has not changed it. file is relative to the sysfs directory, e.g.
+ * "enabled", "hugepages-2048kB/enabled". */
+const char *khugepaged_original(const struct khugepaged_saved *s, const char *file);
+
+/* The THP sysfs directory: HC_SYSFS_THP when set, else
+ * /sys/kernel/mm/transparent_hugepage. */
+const char *khugepaged_sysfs_dir(void);
+
 /* Extracts the [selected] word of a sysfs choice file ("always [madvise]
  * never" → "madvise"). Returns 0 or -EINVAL. Pure. */
 int sysfs_selected(const char *text, char *out, size_t outlen);

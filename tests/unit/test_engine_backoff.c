@@ -248,6 +248,14 @@ struct fixture {
 	bool busy; /* another daemon runs: skip */
 };
 
+static enum thp_prctl prctl_none(const struct thp_policy *live, bool status_thp_enabled, const struct vma *v, size_t n)
+{
+	(void)live;
+	(void)v;
+	(void)n;
+	return status_thp_enabled ? THP_PRCTL_NONE : THP_PRCTL_COMPLETELY;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -261,7 +269,15 @@ static int setup(void **state)
 	fake_time = T0;
 	config_defaults(&f->cfg);
 	f->cfg.alloc_backoff_ms = BACKOFF;
+	/* The child's plain memory is allowed whatever the host's THP policy
+	 * (other tests change the real one): scope = always, a fixed fake
+	 * sysfs tree, and a process known not to have opted out by prctl. The
+	 * child does not use MADV_HUGEPAGE, which would let khugepaged collapse
+	 * its blocks behind the test's back. */
+	f->cfg.defaults.scope = THP_SCOPE_ALWAYS;
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
+	f->e.thp_dir = HC_FIXTURES "/thp/madvise";
+	f->e.prctl_infer = prctl_none;
 	f->e.madvise_fn = fake_madvise;
 	f->e.now = fake_clock;
 	child_start(&f->ch);

@@ -730,6 +730,7 @@ static void test_shipped_example_parses(void **state)
 	batch = config_policy_for(&c, "/batch.slice/x.scope");
 	assert_true(web->enable);
 	assert_true(web->weight > c.defaults.weight);
+	assert_int_equal(web->scope, THP_SCOPE_ALWAYS);
 	assert_false(batch->enable);
 	config_free(&c);
 }

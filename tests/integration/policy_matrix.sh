@@ -62,22 +62,23 @@ expect()
 	esac
 }
 
-# vma_huge NAME: 1 if the workload's VMA NAME has any PMD-mapped memory.
+# vma_huge WL NAME: 1 if workload WL's VMA NAME has any PMD-mapped memory.
 vma_huge()
 {
 	local addr len
-	read -r _ _ addr len < <(grep "^vma $1 " "${WL_OUT[m]}")
-	(($(pmd_bytes "${WL_PID[m]}" "$addr" "$len") > 0)) && echo 1 || echo 0
+	read -r _ _ addr len < <(grep "^vma $2 " "${WL_OUT[$1]}")
+	(($(pmd_bytes "${WL_PID[$1]}" "$addr" "$len") > 0)) && echo 1 || echo 0
 }
 
-cells=0 wrong=0
+cells=0 wrong=0 n=0
 for pair in madvise/advise always/never never/deny; do
 	en=${pair%/*} sh=${pair#*/}
 	echo "$en" >"$HC_THP/enabled" && echo "$sh" >"$HC_THP/shmem_enabled" || exit 1
 	for prctl in none completely except; do
 		for scope in kernel madvise always; do
-			start_workload matrix 4 m --prctl "$prctl" >/dev/null || exit 1
-			timeout 60 "$HC_BIN" --once --pid "${WL_PID[m]}" --config "$HC_TMP/$scope.conf" \
+			n=$((n + 1)) m=m$n # a fresh name: its output file is new too
+			start_workload matrix 4 "$m" --prctl "$prctl" >/dev/null || exit 1
+			timeout 60 "$HC_BIN" --once --pid "${WL_PID[$m]}" --config "$HC_TMP/$scope.conf" \
 				--sample-ms 50 >/dev/null 2>"$HC_TMP/once.err"
 			rc=$?
 			((rc == 0)) || hc_not_ok "enabled=$en prctl=$prctl scope=$scope: --once exit $rc: $(cat "$HC_TMP/once.err")"
@@ -85,7 +86,7 @@ for pair in madvise/advise always/never never/deny; do
 			for v in "${VMAS[@]}"; do
 				kind=${v%-*} adv=${v#*-}
 				want=$(expect "$kind" "$adv" "$prctl" "$scope" "$en" "$sh")
-				got=$(vma_huge "$v")
+				got=$(vma_huge "$m" "$v")
 				cells=$((cells + 1))
 				if [[ $got != "$want" ]]; then
 					wrong=$((wrong + 1))
@@ -94,7 +95,7 @@ for pair in madvise/advise always/never never/deny; do
 				line+="$v=$got "
 			done
 			hc_log "enabled=$en shmem_enabled=$sh prctl=$prctl scope=$scope: $line"
-			stop_workload m || hc_not_ok "workload pattern intact (enabled=$en prctl=$prctl scope=$scope)"
+			stop_workload "$m" || hc_not_ok "workload pattern intact (enabled=$en prctl=$prctl scope=$scope)"
 		done
 	done
 done
@@ -103,8 +104,8 @@ echo madvise >"$HC_THP/enabled" && echo "$SHMEM0" >"$HC_THP/shmem_enabled"
 
 # khugepaged = off applies the policy recorded before it set enabled=never.
 hc_cgroup_create off || exit 1
-start_workload matrix 4 m || exit 1
-hc_cgroup_add off "${WL_PID[m]}" || exit 1
+start_workload matrix 4 off || exit 1
+hc_cgroup_add off "${WL_PID[off]}" || exit 1
 CONF=$HC_TMP/off/hugecollapsed.conf
 hc_write_config "$CONF" $'khugepaged = off\nscan_interval_ms = 200' ""
 hc_write_rule "$CONF" off ""
@@ -114,17 +115,17 @@ assert_cmd "the start-up line names the recorded policy" \
 	grep -q 'THP enabled=madvise, shmem_enabled=.*(as before the daemon changed them), scope=kernel: collapsing MADV_HUGEPAGE memory only' \
 	"$HC_DAEMON_LOG"
 for ((i = 0; i < 300; i++)); do
-	[[ $(vma_huge anon-hg) == 1 ]] && break
+	[[ $(vma_huge off anon-hg) == 1 ]] && break
 	sleep 0.1
 done
 hc_wait_passes 2 20 || hc_not_ok "two more passes within 20 s"
-assert_eq "off: the MADV_HUGEPAGE VMA is collapsed (enabled was madvise)" "$(vma_huge anon-hg)" 1
-assert_eq "off: the plain VMA stays 4 KiB" "$(vma_huge anon-plain)" 0
-assert_eq "off: the nh VMA stays 4 KiB" "$(vma_huge anon-nh)" 0
-assert_eq "off: shmem stays 4 KiB (shmem_enabled=$SHMEM0)" "$(vma_huge shmem-hg)" "$(expect shmem hg none kernel madvise "$SHMEM0")"
+assert_eq "off: the MADV_HUGEPAGE VMA is collapsed (enabled was madvise)" "$(vma_huge off anon-hg)" 1
+assert_eq "off: the plain VMA stays 4 KiB" "$(vma_huge off anon-plain)" 0
+assert_eq "off: the nh VMA stays 4 KiB" "$(vma_huge off anon-nh)" 0
+assert_eq "off: shmem stays 4 KiB (shmem_enabled=$SHMEM0)" "$(vma_huge off shmem-hg)" "$(expect shmem hg none kernel madvise "$SHMEM0")"
 hc_daemon_stop
 assert_eq "daemon exit status" "$?" 0
 assert_eq "enabled is madvise again after the daemon" "$(thp_knob enabled)" madvise
-stop_workload m || hc_not_ok "workload pattern intact after off"
+stop_workload off || hc_not_ok "workload pattern intact after off"
 
 hc_summary

@@ -130,6 +130,8 @@ mkdir "$CG_ROOT/$CG" || {
 	hc_summary
 	exit 1
 }
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 if ! start_workload hot 16 hot; then
 	hc_not_ok "start workload hot"
 	hc_summary

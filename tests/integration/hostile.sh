@@ -217,6 +217,8 @@ FILE="$dir/map"$'\n''with "quotes" and \back slash'
 head -c $((4 << 20)) /dev/urandom >"$FILE"
 SUM0=$(md5sum <"$FILE")
 hc_log "mapped file path: ${#FILE} bytes"
+# The mapper opts in with MADV_HUGEPAGE: keep khugepaged from collapsing it.
+hc_khugepaged_quiet || exit 1
 "$HC_CHURN_WORKER" mapfile "$FILE" $'c"o\\m\nm\t\x01' >"$HC_TMP/mapfile.out" 2>&1 &
 MAPPER=$!
 HC_EXTRA_PIDS+=("$MAPPER")

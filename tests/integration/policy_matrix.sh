@@ -36,7 +36,14 @@ VMAS=(anon-plain anon-hg anon-nh shmem-plain shmem-hg shmem-nh)
 for scope in kernel madvise always; do
 	printf '[collapse]\nscope = %s\n' "$scope" >"$HC_TMP/$scope.conf"
 	chmod 0644 "$HC_TMP/$scope.conf"
+	assert_cmd "--check-config accepts scope = $scope" "$HC_BIN" --check-config --config "$HC_TMP/$scope.conf"
 done
+printf '[collapse]\n\nscope = sometimes\n' >"$HC_TMP/bad.conf"
+chmod 0644 "$HC_TMP/bad.conf"
+out=$("$HC_BIN" --check-config --config "$HC_TMP/bad.conf" 2>&1)
+assert_eq "--check-config rejects scope = sometimes (exit status)" "$?" 1
+assert_cmd "--check-config names file, line, key and why" grep -qF \
+	"$HC_TMP/bad.conf:3: key 'scope': 'sometimes' is not one of kernel, madvise, always" <<<"$out"
 
 # expect KIND ADVICE PRCTL SCOPE ENABLED SHMEM: 1 if the rules allow it.
 expect()

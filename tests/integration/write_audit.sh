@@ -45,8 +45,6 @@ hc_cgroup_create audit || {
 	hc_summary
 	exit 1
 }
-# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
-hc_khugepaged_quiet || exit 1
 if ! start_workload hot 16; then
 	hc_not_ok "start the hot workload"
 	hc_summary

@@ -21,8 +21,10 @@
  *          knobs are never changed by the daemon, so THPeligible decides.)
  *   file:  read-only file THP (CONFIG_READ_ONLY_THP_FOR_FS, a regular file
  *          nobody has open for writing) only where enabled allows the VMA:
- *          always → yes, madvise → hg, never → no. Open-for-write files are
- *          refused by MADV_COLLAPSE itself (EINVAL, remembered).
+ *          always → yes, madvise → hg, never → no. Open-for-write files, and
+ *          every file on a kernel without CONFIG_READ_ONLY_THP_FOR_FS (this
+ *          project's test machine), read THPeligible 0 and are refused by
+ *          MADV_COLLAPSE itself (EINVAL, remembered).
  *   every kind: nh → no; prctl(PR_SET_THP_DISABLE) completely → no;
  *          PR_THP_DISABLE_EXCEPT_ADVISED → only hg VMAs.
  *

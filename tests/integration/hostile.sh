@@ -232,7 +232,9 @@ else
 	hc_not_ok "mapping with a newline not found in /proc/$MAPPER/maps"
 fi
 ONCE_CONF=$H/once.conf
-printf '[daemon]\nmetrics_file =\n[collapse]\nmin_referenced_pct = 0\n' >"$ONCE_CONF"
+# scope = madvise: this kernel may lack CONFIG_READ_ONLY_THP_FOR_FS, and then
+# the policy khugepaged obeys (scope = kernel) leaves file text alone.
+printf '[daemon]\nmetrics_file =\n[collapse]\nmin_referenced_pct = 0\nscope = madvise\n' >"$ONCE_CONF"
 chmod 0644 "$ONCE_CONF"
 for mode in "--dry-run --json" "--json" "--dry-run"; do
 	# shellcheck disable=SC2086

@@ -169,7 +169,7 @@ static int load_config(const struct cli *c, struct config *cfg)
 static void log_thp_policy(const struct config *cfg)
 {
 	struct thp_state st;
-	char line[256];
+	char line[512];
 
 	if (thp_state_read(khugepaged_sysfs_dir(), NULL, &st) < 0)
 		return;

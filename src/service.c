@@ -171,7 +171,7 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 static void log_thp_policy(const struct service *s)
 {
 	struct thp_state st;
-	char line[256];
+	char line[512];
 	int r = thp_state_read(khugepaged_sysfs_dir(), &s->khp, &st);
 
 	if (r < 0) {

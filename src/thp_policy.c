@@ -261,8 +261,14 @@ bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, char 
 		snprintf(what, sizeof(what), "%s", reach[anon]);
 	else
 		snprintf(what, sizeof(what), "anonymous: %s; shmem: %s", reach[anon], reach[shmem]);
-	snprintf(buf, len, "THP enabled=%s%s, shmem_enabled=%s%s, scope=%s: collapsing %s",
+	/* Memory without MADV_HUGEPAGE needs a process shown not to have set
+	 * PR_THP_DISABLE_EXCEPT_ADVISED, which only the live policy can show. */
+	bool provable = anon_allows(&st->live, false);
+	snprintf(buf, len, "THP enabled=%s%s, shmem_enabled=%s%s, scope=%s: collapsing %s%s",
 		 thp_mode_name((enum thp_mode)p->enabled), pmd, shmem_mode_name((enum shmem_mode)p->shmem),
-		 changed ? " (as before the daemon changed them)" : "", thp_scope_name(scope), what);
+		 changed ? " (as before the daemon changed them)" : "", thp_scope_name(scope), what,
+		 (anon == 2 || shmem == 2) && !provable
+		     ? " (without MADV_HUGEPAGE only in processes whose THPeligible shows no prctl opt-out)"
+		     : "");
 	return anon > 0 || shmem > 0;
 }

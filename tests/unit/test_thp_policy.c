@@ -336,7 +336,7 @@ static void test_describe(void **state)
 {
 	(void)state;
 	struct thp_state st = {.live = pol(THP_MADVISE, SHMEM_NEVER), .orig = pol(THP_MADVISE, SHMEM_NEVER)};
-	char line[256];
+	char line[512];
 
 	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
 	assert_string_equal(
@@ -347,14 +347,19 @@ static void test_describe(void **state)
 	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
 	assert_string_equal(line, "THP enabled=always, shmem_enabled=advise (as before the daemon changed them), "
 				  "scope=kernel: collapsing anonymous: all memory but MADV_NOHUGEPAGE; shmem: "
-				  "MADV_HUGEPAGE memory only");
+				  "MADV_HUGEPAGE memory only (without MADV_HUGEPAGE only in processes whose "
+				  "THPeligible shows no prctl opt-out)");
 	st.live = st.orig = pol(THP_NEVER, SHMEM_NEVER);
 	assert_false(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
 	assert_non_null(strstr(line, "collapsing nothing"));
 	assert_true(thp_policy_describe(&st, THP_SCOPE_MADVISE, line, sizeof(line)));
 	st.live.shmem = st.orig.shmem = SHMEM_DENY;
 	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
-	assert_non_null(strstr(line, "shmem_enabled=deny, scope=always: collapsing all memory but MADV_NOHUGEPAGE"));
+	assert_non_null(
+	    strstr(line, "shmem_enabled=deny, scope=always: collapsing all memory but MADV_NOHUGEPAGE (without"));
+	st.live.enabled = THP_ALWAYS; /* THPeligible tells: no caveat */
+	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
+	assert_null(strstr(line, "without"));
 }
 
 int main(void)

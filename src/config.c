@@ -25,6 +25,7 @@
 
 #define CONFIG_MAX_FILE_BYTES  (1u << 20) /* a config file is tiny; anything bigger is a mistake */
 #define CONFIG_DEFAULT_METRICS "/run/hugecollapsed/metrics.prom"
+#define CONFIG_DEFAULT_STATE   "/run/hugecollapsed/khugepaged.state"
 #define CGROUP_DIR_NAME        "cgroup.d"
 
 static const struct policy policy_default = {
@@ -68,6 +69,7 @@ static const struct key_def keys[] = {
     DAEMON_KEY(metrics_file, K_STRING, 0, 0),
     DAEMON_KEY(cgroup_dir, K_STRING, 0, 0),
     DAEMON_KEY(khugepaged, K_KHUGEPAGED, 0, 0),
+    DAEMON_KEY(state_file, K_STRING, 0, 0),
     DAEMON_KEY(full_rescan_s, K_UINT, 1, 86400),
     DAEMON_KEY(alloc_backoff_ms, K_UINT, 0, 3600000),
     POLICY_KEY("enable", enable, K_BOOL, 0, 0),
@@ -346,8 +348,10 @@ static bool parse_string(struct parse *p, const struct key_def *k, const char *v
 
 	if (!strcmp(k->name, "cgroup_dir") && !*v)
 		return fail(p, "key '%s': must not be empty", k->name);
-	if (!strcmp(k->name, "metrics_file") && *v && *v != '/')
+	if ((!strcmp(k->name, "metrics_file") || !strcmp(k->name, "state_file")) && *v && *v != '/')
 		return fail(p, "key '%s': '%s' must be an absolute path (or empty for none)", k->name, v);
+	if (!strcmp(k->name, "state_file") && strlen(v) >= PATH_MAX - 16)
+		return fail(p, "key '%s': path too long", k->name);
 	dup = strdup(v);
 	if (!dup)
 		return fail(p, "key '%s': out of memory", k->name);
@@ -654,9 +658,10 @@ static int defaults_into(struct config *c)
 	c->alloc_backoff_ms = 60000;
 	c->defaults = policy_default;
 	c->metrics_file = strdup(CONFIG_DEFAULT_METRICS);
+	c->state_file = strdup(CONFIG_DEFAULT_STATE);
 	c->cgroup_dir = dir ? path_join(dir, CGROUP_DIR_NAME) : NULL;
 	free(dir);
-	if (!c->metrics_file || !c->cgroup_dir) {
+	if (!c->metrics_file || !c->state_file || !c->cgroup_dir) {
 		config_free(c);
 		return -1;
 	}
@@ -900,6 +905,7 @@ void config_free(struct config *c)
 	free(c->rules);
 	free(c->path);
 	free(c->metrics_file);
+	free(c->state_file);
 	free(c->cgroup_dir);
 	memset(c, 0, sizeof(*c));
 }

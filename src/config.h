@@ -53,6 +53,7 @@ struct config {
 	char *metrics_file;              /* /run/hugecollapsed/metrics.prom; "" = none */
 	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
 	enum khugepaged_mode khugepaged; /* keep */
+	char *state_file;                /* /run/hugecollapsed/khugepaged.state; "" = memory only */
 	unsigned full_rescan_s;          /* 300, 1..86400 */
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
 	/* [collapse] */

@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		   "                [--config PATH] [-v]            one pass, then exit\n"
 		   "  hugecollapsed --check-config [--config PATH]  validate the configuration\n"
 		   "  hugecollapsed --status [--config PATH]        summarize the metrics file\n"
+		   "  hugecollapsed --restore [--config PATH]       put back the khugepaged knobs a\n"
+		   "                                                daemon that died left changed\n"
 		   "  hugecollapsed --version | --help\n"
 		   "\n"
 		   "Collapses hot, not-yet-huge 2 MiB ranges of processes into transparent huge\n"
@@ -44,7 +46,7 @@ static void usage(FILE *f)
 }
 
 struct cli {
-	bool once, dry_run, json, verbose, check_config, status;
+	bool once, dry_run, json, verbose, check_config, status, restore;
 	const char *config;
 	unsigned sample_ms;
 	pid_t pids[MAX_PIDS];
@@ -65,7 +67,17 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 /* Returns 0, or EXIT_USAGE after printing why. */
 static int parse_cli(int argc, char **argv, struct cli *c)
 {
-	enum { OPT_ONCE = 256, OPT_DRY_RUN, OPT_PID, OPT_JSON, OPT_SAMPLE_MS, OPT_CHECK, OPT_STATUS, OPT_VERSION };
+	enum {
+		OPT_ONCE = 256,
+		OPT_DRY_RUN,
+		OPT_PID,
+		OPT_JSON,
+		OPT_SAMPLE_MS,
+		OPT_CHECK,
+		OPT_STATUS,
+		OPT_RESTORE,
+		OPT_VERSION
+	};
 	static const struct option opts[] = {
 	    {"once", no_argument, NULL, OPT_ONCE},
 	    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -75,6 +87,7 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	    {"config", required_argument, NULL, 'c'},
 	    {"check-config", no_argument, NULL, OPT_CHECK},
 	    {"status", no_argument, NULL, OPT_STATUS},
+	    {"restore", no_argument, NULL, OPT_RESTORE},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, OPT_VERSION},
 	    {"help", no_argument, NULL, 'h'},
@@ -100,6 +113,9 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_STATUS:
 			c->status = true;
+			break;
+		case OPT_RESTORE:
+			c->restore = true;
 			break;
 		case 'v':
 			c->verbose = true;
@@ -144,8 +160,8 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 		fprintf(stderr, "hugecollapsed: --dry-run, --json and --pid go with --once\n");
 		return EXIT_USAGE;
 	}
-	if (c->once + c->check_config + c->status > 1) {
-		fprintf(stderr, "hugecollapsed: --once, --check-config and --status exclude each other\n");
+	if (c->once + c->check_config + c->status + c->restore > 1) {
+		fprintf(stderr, "hugecollapsed: --once, --check-config, --status and --restore exclude each other\n");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -229,6 +245,23 @@ static int run_once(const struct cli *c)
 	return ps.missing_privilege ? EXIT_PRIVILEGE : EXIT_OK;
 }
 
+/* --restore: after a daemon died, from its state file. A configuration that
+ * no longer loads must not keep the knobs changed: fall back to the default
+ * state file then. */
+static int run_restore(const struct cli *c)
+{
+	struct config cfg;
+	int r;
+
+	if (load_config(c, &cfg) < 0) {
+		config_defaults(&cfg);
+		log_warn("restoring from the default state file %s", cfg.state_file);
+	}
+	r = cfg.state_file[0] ? khugepaged_restore_from_file(cfg.state_file) : 0;
+	config_free(&cfg);
+	return r < 0 ? EXIT_ERROR : EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
@@ -254,6 +287,8 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return r < 0 ? EXIT_ERROR : EXIT_OK;
 	}
+	if (c.restore)
+		return run_restore(&c);
 	if (c.once)
 		return run_once(&c);
 	return service_run(c.config ? c.config : HC_DEFAULT_CONFIG);

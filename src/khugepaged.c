@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "khugepaged_state.h"
 #include "log.h"
 #include "procs.h"
 
@@ -76,76 +77,320 @@ static bool knob_exists(const char *file)
 	return access(path, F_OK) == 0;
 }
 
-/* Records the old value, then writes the new one. */
-static int set_knob(struct khugepaged_saved *s, const char *file, const char *value, char *err, size_t errlen)
+/* The knobs each mode writes, in the order it writes them, and the value. */
+static const struct knob {
+	const char *file;
+	const char *ours;
+	enum khugepaged_mode mode;
+	bool optional; /* absent on kernels without per-size THP controls */
+} knobs[] = {
+    {"khugepaged/scan_sleep_millisecs", "4294967295", KHUGEPAGED_IDLE, false},
+    {"khugepaged/pages_to_scan", "1", KHUGEPAGED_IDLE, false},
+    {"hugepages-2048kB/enabled", "never", KHUGEPAGED_OFF, true},
+    {"enabled", "never", KHUGEPAGED_OFF, false},
+};
+#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+static const struct knob *knob_of(const char *file)
 {
-	char old[32];
+	for (size_t i = 0; i < NKNOBS; i++)
+		if (!strcmp(knobs[i].file, file))
+			return &knobs[i];
+	return NULL;
+}
+
+const char *khugepaged_knob_target(const char *file)
+{
+	const struct knob *k = knob_of(file);
+
+	return k ? k->ours : NULL;
+}
+
+const char *khugepaged_original(const struct khugepaged_saved *s, const char *file)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->saved[i].file, file))
+			return s->saved[i].value;
+	return NULL;
+}
+
+int khugepaged_init(struct khugepaged_saved *s, const char *state_file)
+{
+	memset(s, 0, sizeof(*s));
+	if (state_file && strlen(state_file) >= sizeof(s->state_file))
+		return -ENAMETOOLONG;
+	snprintf(s->state_file, sizeof(s->state_file), "%s", state_file ? state_file : "");
+	return 0;
+}
+
+static int write_knob(const struct khugepaged_saved *s, const char *file, const char *value)
+{
+	return s->write_knob ? s->write_knob(file, value, s->write_arg) : knob_write(file, value);
+}
+
+/* Only a file that exists is removed: a daemon in keep mode writes nothing. */
+static int remove_record(struct khugepaged_saved *s)
+{
 	int r;
 
-	r = knob_read(file, old, sizeof(old));
-	if (r == 0 && !strcmp(old, value))
-		return 0; /* already so: nothing to restore */
-	if (r == 0)
-		r = knob_write(file, value);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot set %s/%s to %s: %s%s", sysfs_dir(), file, value, strerror(-r),
-			 r == -EROFS || r == -EACCES || r == -EPERM ? " (read-only /sys? needs CAP_SYS_ADMIN)" : "");
-		return r;
+	if (!s->on_disk)
+		return 0;
+	r = khugepaged_state_remove(s->state_file);
+	if (r < 0)
+		log_err("khugepaged: cannot remove %s: %s", s->state_file, strerror(-r));
+	else
+		s->on_disk = false;
+	return r;
+}
+
+static void drop(struct khugepaged_saved *s, size_t i)
+{
+	memmove(&s->saved[i], &s->saved[i + 1], (s->n - i - 1) * sizeof(s->saved[0]));
+	s->n--;
+}
+
+/* The state file follows s: rewritten, or removed once s is empty. */
+static int save_record(struct khugepaged_saved *s)
+{
+	int r;
+
+	if (!s->state_file[0])
+		return 0;
+	if (s->n == 0)
+		return remove_record(s);
+	r = khugepaged_state_save(s->state_file, s);
+	s->on_disk = s->on_disk || r == 0;
+	return r;
+}
+
+/* Writes entry i's original back if the knob still holds the daemon's own
+ * value; a knob that is back at its original, or that someone else set
+ * since, is left alone. Returns 0 or -errno. */
+static int put_back(const struct khugepaged_saved *s, size_t i)
+{
+	const char *file = s->saved[i].file, *orig = s->saved[i].value, *ours = khugepaged_knob_target(file);
+	char live[32];
+	int r;
+
+	/* An unreadable knob is written anyway: the write says what is wrong. */
+	if (knob_read(file, live, sizeof(live)) == 0) {
+		if (!strcmp(live, orig))
+			return 0;
+		if (!ours || strcmp(live, ours)) {
+			log_warn("khugepaged: %s is %s, set by someone else since hugecollapsed set it: "
+				 "left alone (its original was %s)",
+				 file, live, orig);
+			return 0;
+		}
 	}
-	snprintf(s->saved[s->n].file, sizeof(s->saved[s->n].file), "%s", file);
-	snprintf(s->saved[s->n].value, sizeof(s->saved[s->n].value), "%s", old);
-	s->n++;
-	log_info("khugepaged: set %s from %s to %s", file, old, value);
+	r = write_knob(s, file, orig);
+	if (r < 0)
+		log_err("khugepaged: cannot restore %s to %s: %s", file, orig, strerror(-r));
+	else
+		log_info("khugepaged: restored %s to %s", file, orig);
+	return r;
+}
+
+/* Reads the state file's record into the empty s; true if there was one. */
+static bool adopt(struct khugepaged_saved *s)
+{
+	char msg[256], list[256] = "";
+	size_t used = 0;
+	int r;
+
+	if (!s->state_file[0])
+		return false;
+	r = khugepaged_state_load(s->state_file, s, msg, sizeof(msg));
+	if (r == -ENOENT)
+		return false;
+	if (r < 0) {
+		log_err("khugepaged: ignoring the state file %s: %s", s->state_file, msg);
+		s->n = 0;
+		return false;
+	}
+	s->on_disk = true;
+	for (size_t i = 0; i < s->n && used < sizeof(list); i++) {
+		int n = snprintf(list + used, sizeof(list) - used, " %s=%s", s->saved[i].file, s->saved[i].value);
+
+		used += n > 0 ? (size_t)n : 0;
+	}
+	log_warn("khugepaged: %s holds the originals recorded by a hugecollapsed that did not exit cleanly "
+		 "(khugepaged = %s):%s; taking them from there",
+		 s->state_file, khugepaged_mode_name(s->mode), s->n ? list : " none");
+	return true;
+}
+
+static bool mode_sets(enum khugepaged_mode mode, const char *file)
+{
+	const struct knob *k = knob_of(file);
+
+	return k && k->mode == mode;
+}
+
+/* Walks the record against the live values (see khugepaged.h), newest
+ * first. Sets *changed if an entry went. Returns 0 or the first -errno of a
+ * knob that could not be put back (its entry stays). */
+static int reconcile(struct khugepaged_saved *s, enum khugepaged_mode mode, bool *changed)
+{
+	int first = 0;
+
+	for (size_t i = s->n; i-- > 0;) {
+		const char *file = s->saved[i].file, *ours = khugepaged_knob_target(file);
+		char live[32];
+		int r;
+
+		if (ours && knob_read(file, live, sizeof(live)) == 0 && strcmp(live, ours)) {
+			if (strcmp(live, s->saved[i].value))
+				log_warn("khugepaged: %s is %s, set by someone else after hugecollapsed set it: "
+					 "their value stays (instead of the original %s)",
+					 file, live, s->saved[i].value);
+			drop(s, i);
+			*changed = true;
+		} else if (!mode_sets(mode, file)) {
+			r = put_back(s, i);
+			if (r < 0) {
+				first = first ? first : r;
+				continue;
+			}
+			drop(s, i);
+			*changed = true;
+		}
+	}
+	return first;
+}
+
+/* Appends the mode's knobs that are not at the daemon's value and not in
+ * the record yet, with their live value as the original. */
+static int plan(struct khugepaged_saved *s, enum khugepaged_mode mode, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < NKNOBS; i++) {
+		const struct knob *k = &knobs[i];
+		char old[32];
+		int r;
+
+		if (k->mode != mode || khugepaged_original(s, k->file) || (k->optional && !knob_exists(k->file)))
+			continue;
+		r = knob_read(k->file, old, sizeof(old));
+		if (r < 0) {
+			snprintf(err, errlen, "cannot set %s/%s to %s: %s", sysfs_dir(), k->file, k->ours,
+				 strerror(-r));
+			return r;
+		}
+		if (!strcmp(old, k->ours))
+			continue; /* already so: nothing to restore */
+		if (s->n == KHUGEPAGED_MAX_SAVED) {
+			snprintf(err, errlen, "too many knobs to record");
+			return -ENOSPC;
+		}
+		snprintf(s->saved[s->n].file, sizeof(s->saved[s->n].file), "%s", k->file);
+		snprintf(s->saved[s->n].value, sizeof(s->saved[s->n].value), "%s", old);
+		s->n++;
+	}
+	return 0;
+}
+
+/* Writes the daemon's value to entries from.. of the record. On failure the
+ * entries not written are dropped, so that only written ones are undone. */
+static int write_planned(struct khugepaged_saved *s, size_t from, char *err, size_t errlen)
+{
+	for (size_t i = from; i < s->n; i++) {
+		const char *ours = khugepaged_knob_target(s->saved[i].file);
+		int r = write_knob(s, s->saved[i].file, ours);
+
+		if (r < 0) {
+			snprintf(err, errlen, "cannot set %s/%s to %s: %s%s", sysfs_dir(), s->saved[i].file, ours,
+				 strerror(-r),
+				 r == -EROFS || r == -EACCES || r == -EPERM ? " (read-only /sys? needs CAP_SYS_ADMIN)"
+									    : "");
+			s->n = i;
+			return r;
+		}
+		log_info("khugepaged: set %s from %s to %s", s->saved[i].file, s->saved[i].value, ours);
+	}
 	return 0;
 }
 
 int khugepaged_apply(enum khugepaged_mode mode, struct khugepaged_saved *s, char *err, size_t errlen)
 {
-	int r = 0;
+	bool dirty = false;
+	size_t kept;
+	int r;
 
+	if (s->n == 0)
+		dirty = adopt(s);
+	r = reconcile(s, mode, &dirty);
+	if (r < 0)
+		snprintf(err, errlen, "cannot put back the original of a knob hugecollapsed had changed: %s",
+			 strerror(-r));
+	kept = s->n;
 	s->mode = mode;
-	s->n = 0;
-	switch (mode) {
-	case KHUGEPAGED_KEEP:
-		return 0;
-	case KHUGEPAGED_IDLE:
-		r = set_knob(s, "khugepaged/scan_sleep_millisecs", "4294967295", err, errlen);
-		if (r == 0)
-			r = set_knob(s, "khugepaged/pages_to_scan", "1", err, errlen);
-		break;
-	case KHUGEPAGED_OFF:
-		if (knob_exists("hugepages-2048kB/enabled"))
-			r = set_knob(s, "hugepages-2048kB/enabled", "never", err, errlen);
-		if (r == 0)
-			r = set_knob(s, "enabled", "never", err, errlen);
-		break;
+	if (r == 0)
+		r = plan(s, mode, err, errlen);
+	/* The record is on disk before the first write: a crash from here on
+	 * leaves the originals to the next daemon or to --restore. */
+	if (r == 0 && (dirty || s->n > kept)) {
+		r = save_record(s);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot write the state file %s: %s", s->state_file, strerror(-r));
+			s->n = kept;
+		}
 	}
+	if (r == 0)
+		r = write_planned(s, kept, err, errlen);
 	if (r < 0)
 		khugepaged_restore(s);
-	s->mode = r < 0 ? KHUGEPAGED_KEEP : mode;
 	return r;
 }
 
 int khugepaged_restore(struct khugepaged_saved *s)
 {
-	int first = 0;
+	int first = 0, r;
 
 	/* Undo in reverse order of the writes. */
 	while (s->n > 0) {
+		r = put_back(s, s->n - 1);
+		if (r < 0 && !first)
+			first = r;
 		s->n--;
-		int r = knob_write(s->saved[s->n].file, s->saved[s->n].value);
-
-		if (r < 0) {
-			log_err("khugepaged: cannot restore %s to %s: %s", s->saved[s->n].file, s->saved[s->n].value,
-				strerror(-r));
-			if (!first)
-				first = r;
-		} else {
-			log_info("khugepaged: restored %s to %s", s->saved[s->n].file, s->saved[s->n].value);
-		}
 	}
 	s->mode = KHUGEPAGED_KEEP;
-	return first;
+	if (first < 0) {
+		if (s->on_disk)
+			log_err("khugepaged: keeping %s for `hugecollapsed --restore`", s->state_file);
+		return first;
+	}
+	return remove_record(s);
+}
+
+int khugepaged_restore_from_file(const char *state_file)
+{
+	static struct khugepaged_saved s; /* PATH_MAX inside: not on the stack */
+	bool changed = false;
+	char msg[256];
+	int r;
+
+	r = khugepaged_init(&s, state_file);
+	if (r == 0)
+		r = khugepaged_state_load(s.state_file, &s, msg, sizeof(msg));
+	else
+		snprintf(msg, sizeof(msg), "%s", strerror(-r));
+	if (r == -ENOENT) {
+		log_info("khugepaged: nothing to restore (no %s)", state_file);
+		return 0;
+	}
+	if (r < 0) {
+		log_err("khugepaged: cannot restore from %s: %s", state_file, msg);
+		return r;
+	}
+	s.on_disk = true;
+	log_info("khugepaged: restoring what khugepaged = %s changed, from %s", khugepaged_mode_name(s.mode),
+		 state_file);
+	r = reconcile(&s, KHUGEPAGED_KEEP, &changed);
+	if (r < 0) {
+		log_err("khugepaged: keeping %s for another try", state_file);
+		return r;
+	}
+	return remove_record(&s);
 }
 
 void khugepaged_log_state(enum khugepaged_mode mode)
@@ -168,14 +413,6 @@ void khugepaged_log_state(enum khugepaged_mode mode)
 		log_warn("khugepaged is still scanning (pages_to_scan=%s every %s ms) and collapses too; "
 			 "set khugepaged = idle or off to leave collapsing to hugecollapsed",
 			 pages, sleep_ms);
-}
-
-const char *khugepaged_original(const struct khugepaged_saved *s, const char *file)
-{
-	for (size_t i = 0; i < s->n && i < KHUGEPAGED_MAX_SAVED; i++)
-		if (!strcmp(s->saved[i].file, file))
-			return s->saved[i].value;
-	return NULL;
 }
 
 const char *khugepaged_sysfs_dir(void)

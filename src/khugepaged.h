@@ -8,11 +8,28 @@
  *         "inherit" follow). The khugepaged thread exits; MADV_COLLAPSE still
  *         works, so hugecollapsed is the only source of PMD THPs.
  *
- * Every value written is recorded first and restored by khugepaged_restore()
- * (on exit, SIGTERM, reload to another mode, or a failed start). The sysfs
- * directory is HC_SYSFS_THP when set (tests), else
+ * The record. Before the first write, the original value of every knob the
+ * mode changes is written to the state file (khugepaged_state.h), so that a
+ * daemon killed by SIGKILL, a watchdog abort or a crash leaves a record that
+ * outlives it: the next daemon, or `hugecollapsed --restore`, takes the
+ * originals from there instead of adopting the dead daemon's own values.
+ * When a record exists (in memory after a reload, or in the file at start),
+ * khugepaged_apply() reconciles it with the live values, knob by knob:
+ *   - live value = the original: nothing to undo; dropped from the record;
+ *   - live value = the daemon's own (never, 1, 4294967295): kept, with the
+ *     recorded original, if the new mode sets that knob; otherwise written
+ *     back to the original (a restart or reload into another mode);
+ *   - any other live value: someone changed the knob since the daemon did;
+ *     their value wins. It is dropped from the record and left alone; if the
+ *     new mode sets that knob, their value is the original recorded now.
+ * khugepaged_restore() (clean exit, SIGTERM, failed start, --restore) writes
+ * back each original where the knob still holds the daemon's value, and
+ * removes the state file once everything is back.
+ *
+ * The sysfs directory is HC_SYSFS_THP when set (tests), else
  * /sys/kernel/mm/transparent_hugepage. */
 #pragma once
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,25 +44,52 @@ struct khugepaged_saved {
 		char file[64]; /* relative to the sysfs directory */
 		char value[32];
 	} saved[KHUGEPAGED_MAX_SAVED];
+	/* Where the record is kept across crashes; "" keeps it in memory only.
+	 * Set with khugepaged_init(). */
+	char state_file[PATH_MAX];
+	bool on_disk; /* state_file exists: written or adopted, not removed yet */
+	/* Test seam: writes value to the knob file (relative to the sysfs
+	 * directory); returns 0 or -errno. NULL = the real write. */
+	int (*write_knob)(const char *file, const char *value, void *arg);
+	void *write_arg;
 };
 
-/* Applies mode, recording what it changes into s (which must start zeroed
- * or restored). On failure restores what it had already written, and
- * returns -errno with err saying which file failed and why. */
+/* Zeroes s and sets the state file (NULL or "" = memory only). Returns 0 or
+ * -ENAMETOOLONG. */
+int khugepaged_init(struct khugepaged_saved *s, const char *state_file);
+
+/* Applies mode. s is the current record: empty after khugepaged_init(), in
+ * which case the state file's record (if any, and trusted) is adopted; after
+ * an earlier apply, the knobs the daemon holds (a reload). The record is
+ * reconciled as described above, the state file written before any knob is
+ * changed, then the mode's knobs written. On failure restores every knob in
+ * the record, and returns -errno with err saying which file failed and why;
+ * s is then empty (keep). */
 int khugepaged_apply(enum khugepaged_mode mode, struct khugepaged_saved *s, char *err, size_t errlen);
 
-/* Writes back every recorded value, logging each; leaves s empty (keep).
- * Returns 0 or the first -errno. */
+/* Writes back every recorded original where the knob still holds the
+ * daemon's value, logging each; leaves s empty (keep). Removes the state
+ * file when all went back. Returns 0 or the first -errno. */
 int khugepaged_restore(struct khugepaged_saved *s);
+
+/* `hugecollapsed --restore`: restores from the state file and removes it.
+ * Returns 0 (also when there is no record), or -errno, logged. Never while
+ * a daemon runs: it would give the knobs back under it. */
+int khugepaged_restore_from_file(const char *state_file);
+
+/* The value a knob had before the daemon first changed it (from the record,
+ * which survives restarts), or NULL when the daemon has not changed it.
+ * file is relative to the THP sysfs directory ("enabled",
+ * "hugepages-2048kB/enabled"). */
+const char *khugepaged_original(const struct khugepaged_saved *s, const char *file);
+
+/* The value the daemon writes to file (relative to the THP sysfs
+ * directory), or NULL if it never writes that file. */
+const char *khugepaged_knob_target(const char *file);
 
 /* Logs khugepaged's state (enabled, scan knobs, full_scans, pages_collapsed)
  * and warns when it is still actively collapsing alongside us. */
 void khugepaged_log_state(enum khugepaged_mode mode);
-
-/* The value a knob had before the daemon first changed it, or NULL when the
- * daemon has not changed it. file is relative to the sysfs directory, e.g.
- * "enabled", "hugepages-2048kB/enabled". */
-const char *khugepaged_original(const struct khugepaged_saved *s, const char *file);
 
 /* The THP sysfs directory: HC_SYSFS_THP when set, else
  * /sys/kernel/mm/transparent_hugepage. */

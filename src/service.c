@@ -203,12 +203,14 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	} else {
 		bool policy_changed = next.khugepaged != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
 
-		if (next.khugepaged != s->khp.mode) {
-			khugepaged_restore(&s->khp);
-			if (khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
-				log_err("khugepaged = %s: %s; khugepaged left as it was",
-					khugepaged_mode_name(next.khugepaged), err);
-		}
+		/* One apply moves from the old mode to the new one: it puts back
+		 * what the new mode leaves alone and keeps the recorded originals. */
+		if (next.khugepaged != s->khp.mode && khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
+			log_err("khugepaged = %s: %s; every khugepaged knob is back at its original",
+				khugepaged_mode_name(next.khugepaged), err);
+		if (strcmp(next.state_file, s->khp.state_file))
+			log_warn("state_file: a change takes effect at the next start (still %s)",
+				 s->khp.state_file[0] ? s->khp.state_file : "none");
 		engine_set_config(&s->engine, &next);
 		config_free(&s->cfg);
 		s->cfg = next;
@@ -287,7 +289,10 @@ int service_run(const char *config_path)
 		return 4;
 	}
 	khugepaged_log_state(s.cfg.khugepaged);
-	if (khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0) {
+	r = khugepaged_init(&s.khp, s.cfg.state_file);
+	if (r < 0)
+		snprintf(err, sizeof(err), "state_file %s: %s", s.cfg.state_file, strerror(-r));
+	if (r < 0 || khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0) {
 		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		config_free(&s.cfg);

@@ -44,7 +44,7 @@ documented() # DESC TEXT WORD…
 # Keys: every "/* key = default" comment in config.h names one.
 mapfile -t keys < <(grep -oE '/\* [a-z_]+ = ' "$HC_SRC/src/config.h" | awk '{print $2}' | sort -u)
 # The limits live in scan_result.h, and [daemon] keys are commented by default only.
-keys+=(scan_interval_ms metrics_file cgroup_dir khugepaged full_rescan_s alloc_backoff_ms path
+keys+=(scan_interval_ms metrics_file state_file cgroup_dir khugepaged full_rescan_s alloc_backoff_ms path
 	max_ptes_none max_ptes_swap max_ptes_shared min_referenced_pct)
 documented "hugecollapsed.conf(5) documents every key" "$R5" "${keys[@]}"
 
@@ -60,7 +60,7 @@ assert_ge "collapse outcome names found in collapse.c" "${#outcomes[@]}" 9
 documented "hugecollapsed(8) lists every scan result" "$R8" "${scans[@]}"
 documented "hugecollapsed(8) lists every collapse outcome" "$R8" "${outcomes[@]}"
 documented "hugecollapsed(8) documents every option" "$R8" \
-	--config -v --check-config --once --dry-run --pid --json --sample-ms --status --version --help \
+	--config -v --check-config --once --dry-run --pid --json --sample-ms --status --restore --version --help \
 	SIGTERM SIGINT SIGHUP keep idle off
 for sec in OPTIONS SIGNALS "EXIT STATUS" FILES EXAMPLES "SEE ALSO"; do
 	assert_cmd "hugecollapsed(8) has a $sec section" grep -q "^$sec" <<<"$R8"

@@ -34,6 +34,7 @@ cat >"$CONF" <<EOF
 [daemon]
 scan_interval_ms = 100
 metrics_file = $HC_TMP/metrics.prom
+state_file = $HC_TMP/khugepaged.state
 khugepaged = idle
 [collapse]
 min_referenced_pct = 0

@@ -4,6 +4,8 @@
 # renames, unlinks or truncates only:
 #  - metrics_file and its temporary file beside it (metrics_file.tmp.PID);
 #  - the khugepaged sysfs knobs, and only with khugepaged = idle;
+#  - state_file and its temporary file (state_file.tmp), and only with
+#    khugepaged = idle, which records the original values there first;
 #  - /proc/PID/clear_refs, and only with access_sampling = yes;
 # and `--once` writes nothing at all. Failed attempts count too.
 # The daemon is confined to this test's cgroup (enable = no elsewhere), so
@@ -53,6 +55,7 @@ fi
 hc_cgroup_add audit "${WL_PID[hot]}"
 
 METRICS=$HC_TMP/run/metrics.prom
+STATE=$HC_TMP/run/khugepaged.state
 mkdir -p "$HC_TMP/run"
 
 # write_conf NAME DAEMON_KEYS COLLAPSE_KEYS: $HC_TMP/NAME/hugecollapsed.conf
@@ -62,8 +65,9 @@ write_conf()
 	local dir=$HC_TMP/$1
 	mkdir -p "$dir/cgroup.d"
 	chmod 0755 "$dir" "$dir/cgroup.d"
-	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\ncgroup_dir = %s\n%s\n[collapse]\nenable = no\n' \
-		"$METRICS" "$dir/cgroup.d" "$2" >"$dir/hugecollapsed.conf"
+	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\nstate_file = %s\ncgroup_dir = %s\n%s\n' \
+		"$METRICS" "$STATE" "$dir/cgroup.d" "$2" >"$dir/hugecollapsed.conf"
+	printf '[collapse]\nenable = no\n' >>"$dir/hugecollapsed.conf"
 	printf '[cgroup]\npath = %s\nenable = yes\nmin_referenced_pct = 0\n%s\n' "${CG_PATH[audit]}" "$3" \
 		>"$dir/cgroup.d/audit.conf"
 	chmod 0644 "$dir/hugecollapsed.conf" "$dir/cgroup.d/audit.conf"
@@ -104,6 +108,11 @@ allowed()
 	[[ $line =~ ^rename\ $m\.tmp\.[0-9]+\ -\>\ $m$ ]] && return 0
 	[[ $line =~ ^unlink\ $m\.tmp\.[0-9]+$ ]] && return 0
 	[[ $mode == idle && $line =~ ^open\ $THP/khugepaged/(scan_sleep_millisecs|pages_to_scan)$ ]] && return 0
+	# idle records the original values first: state_file, through its
+	# temporary file, removed at exit.
+	local st=${STATE//./\\.}
+	[[ $mode == idle && $line =~ ^(open|unlink)\ $st(\.tmp)?$ ]] && return 0
+	[[ $mode == idle && $line =~ ^rename\ $st\.tmp\ -\>\ $st$ ]] && return 0
 	[[ $mode == sampling && $line =~ ^open\ /proc/[0-9]+/clear_refs$ ]] && return 0
 	return 1
 }
@@ -159,6 +168,7 @@ assert_ge "keep: metrics written (opens of the temp file)" "$(count_of keep "^op
 assert_ge "keep: metrics renamed into place" "$(count_of keep '^rename')" 2
 assert_eq "keep: no sysfs write" "$(count_of keep '^open /sys/')" 0
 assert_eq "keep: no clear_refs write" "$(count_of keep 'clear_refs')" 0
+assert_eq "keep: no state_file write" "$(count_of keep 'khugepaged\.state')" 0
 
 write_conf idle 'khugepaged = idle' ''
 audit idle --config "$HC_TMP/idle/hugecollapsed.conf" -v
@@ -167,6 +177,8 @@ audit idle --config "$HC_TMP/idle/hugecollapsed.conf" -v
 assert_ge "idle: khugepaged knobs written" "$(count_of idle "^open $THP/khugepaged/")" 2
 assert_eq "idle: knobs restored by the daemon" \
 	"$(thp_knob khugepaged/scan_sleep_millisecs) $(thp_knob khugepaged/pages_to_scan)" "$KNOBS0"
+assert_ge "idle: the originals were recorded in state_file" "$(count_of idle "^rename .* -> $STATE\$")" 1
+assert_cmd "idle: state_file removed at exit" test ! -e "$STATE"
 assert_eq "idle: no clear_refs write" "$(count_of idle 'clear_refs')" 0
 
 write_conf sampling 'khugepaged = keep' $'access_sampling = yes\naccess_sample_s = 1'

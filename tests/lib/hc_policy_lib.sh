@@ -145,7 +145,8 @@ hc_cgroup_add()
 }
 
 # hc_write_config FILE DAEMON_KEYS COLLAPSE_KEYS: a main file whose [collapse]
-# defaults are disabled, with cgroup_dir = FILE's directory/cgroup.d.
+# defaults are disabled, with cgroup_dir = FILE's directory/cgroup.d and
+# state_file = FILE's directory/run/khugepaged.state (never the system's).
 # DAEMON_KEYS and COLLAPSE_KEYS are newline-separated "key = value" lines.
 hc_write_config()
 {
@@ -153,8 +154,8 @@ hc_write_config()
 	dir=$(dirname "$file")
 	mkdir -p "$dir/cgroup.d"
 	chmod 0755 "$dir/cgroup.d"
-	printf '[daemon]\nmetrics_file =\ncgroup_dir = %s\n%s\n[collapse]\nenable = no\n%s\n' \
-		"$dir/cgroup.d" "$2" "$3" >"$file"
+	printf '[daemon]\nmetrics_file =\nstate_file = %s\ncgroup_dir = %s\n%s\n[collapse]\nenable = no\n%s\n' \
+		"$dir/run/khugepaged.state" "$dir/cgroup.d" "$2" "$3" >"$file"
 	chmod 0644 "$file"
 }
 

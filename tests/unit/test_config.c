@@ -132,6 +132,7 @@ static void assert_default_daemon(const struct config *c)
 {
 	assert_int_equal(c->scan_interval_ms, 1000);
 	assert_string_equal(c->metrics_file, "/run/hugecollapsed/metrics.prom");
+	assert_string_equal(c->state_file, "/run/hugecollapsed/khugepaged.state");
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
 	assert_int_equal(c->full_rescan_s, 300);
 	assert_int_equal(c->alloc_backoff_ms, 60000);
@@ -209,6 +210,7 @@ static void test_every_key_parsed(void **state)
 	assert_string_equal(c.metrics_file, "");
 	assert_string_equal(c.cgroup_dir, FIX "/all_keys.d"); /* relative to the main file */
 	assert_int_equal(c.khugepaged, KHUGEPAGED_IDLE);
+	assert_string_equal(c.state_file, "/var/tmp/hc.state");
 	assert_int_equal(c.full_rescan_s, 86400);
 	assert_int_equal(c.alloc_backoff_ms, 3600000);
 
@@ -364,6 +366,8 @@ static void test_main_value_errors(void **state)
 	expect_main_error("[daemon]\nmetrics_file = metrics.prom\n", 2,
 			  "key 'metrics_file': 'metrics.prom' must be an absolute path (or empty for none)");
 	expect_main_error("[daemon]\ncgroup_dir =\n", 2, "key 'cgroup_dir': must not be empty");
+	expect_main_error("[daemon]\nstate_file = run/khugepaged.state\n", 2,
+			  "key 'state_file': 'run/khugepaged.state' must be an absolute path (or empty for none)");
 }
 
 static void test_main_structure_errors(void **state)

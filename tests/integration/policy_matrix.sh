@@ -10,7 +10,8 @@
 #
 # Then khugepaged = off: the daemon sets enabled=never, yet keeps applying
 # the policy from before (enabled=madvise): the hg VMA is collapsed, the
-# plain one stays 4 KiB. The EXIT trap restores every knob it touched, and
+# plain one stays 4 KiB; and so does a daemon restarted after a SIGKILL,
+# from the record its predecessor left. The EXIT trap restores every knob it touched, and
 # khugepaged is kept from scanning meanwhile (it would collapse hg memory
 # on its own).
 # shellcheck source=tests/lib/hc_test_lib.sh
@@ -130,9 +131,30 @@ assert_eq "off: the MADV_HUGEPAGE VMA is collapsed (enabled was madvise)" "$(vma
 assert_eq "off: the plain VMA stays 4 KiB" "$(vma_huge off anon-plain)" 0
 assert_eq "off: the nh VMA stays 4 KiB" "$(vma_huge off anon-nh)" 0
 assert_eq "off: shmem stays 4 KiB (shmem_enabled=$SHMEM0)" "$(vma_huge off shmem-hg)" "$(expect shmem hg none kernel madvise "$SHMEM0")"
+stop_workload off || hc_not_ok "workload pattern intact after off"
+
+# After a crash, the next daemon takes the policy from the record, not from
+# the enabled=never its predecessor left behind.
+kill -KILL "$HC_DAEMON_PID"
+wait "$HC_DAEMON_PID" 2>/dev/null
+HC_DAEMON_PID=
+assert_eq "off, after SIGKILL: enabled still never" "$(thp_knob enabled)" never
+start_workload matrix 4 off2 || exit 1
+hc_cgroup_add off "${WL_PID[off2]}" || exit 1
+hc_daemon_start "$CONF" || exit 1
+assert_cmd "restarted: the start-up line names the recorded madvise policy" \
+	grep -q 'THP enabled=madvise, shmem_enabled=.*(as before the daemon changed them), scope=kernel: collapsing MADV_HUGEPAGE memory only' \
+	"$HC_DAEMON_LOG"
+for ((i = 0; i < 300; i++)); do
+	[[ $(vma_huge off2 anon-hg) == 1 ]] && break
+	sleep 0.1
+done
+hc_wait_passes 2 20 || hc_not_ok "restarted: two more passes within 20 s"
+assert_eq "restarted: the MADV_HUGEPAGE VMA is collapsed" "$(vma_huge off2 anon-hg)" 1
+assert_eq "restarted: the plain VMA stays 4 KiB" "$(vma_huge off2 anon-plain)" 0
 hc_daemon_stop
 assert_eq "daemon exit status" "$?" 0
 assert_eq "enabled is madvise again after the daemon" "$(thp_knob enabled)" madvise
-stop_workload off || hc_not_ok "workload pattern intact after off"
+stop_workload off2 || hc_not_ok "workload pattern intact after the restart"
 
 hc_summary

@@ -171,13 +171,18 @@ static bool advise_hg = true; /* --advise */
  * does (enabled=always or an advised VMA would get huge pages at fault),
  * and back on afterwards, unless the role is thpoff. The huge role wants
  * its huge pages at fault. */
+static void fill_pages(enum role r, char *buf, size_t len)
+{
+	for (size_t p = 0; p < len / PAGE_SZ; p++)
+		if (page_touched(r, p))
+			fill_page(buf, p);
+}
+
 static void fill(enum role r, char *buf, size_t len)
 {
 	if (r != HUGE && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
 		die("prctl(PR_SET_THP_DISABLE)");
-	for (size_t p = 0; p < len / PAGE_SZ; p++)
-		if (page_touched(r, p))
-			fill_page(buf, p);
+	fill_pages(r, buf, len);
 	if (r != THPOFF && prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0))
 		die("prctl(PR_SET_THP_DISABLE, 0)");
 }
@@ -473,7 +478,11 @@ int main(int argc, char **argv)
 		if (r == CHURN) {
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);
-			fill(r, next, len);
+			/* Without the prctl: a daemon reading status meanwhile
+			 * would see THP disabled for the whole process. Not yet
+			 * advised, the new buffer faults as 4 KiB pages anyway
+			 * (unless enabled=always). */
+			fill_pages(r, next, len);
 			advise(r, next, len);
 			munmap(buf, len);
 			buf = next;

@@ -287,6 +287,10 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->eagain = old ? old->eagain : 0;
 }
 
+/* A process that opts in with MADV_HUGEPAGE right after faulting its memory
+ * in is looked at again this long after the scan that saw the faults. */
+#define POLICY_RECHECK_S 1.0
+
 /* The THP policy, read again at most once a second: an administrator may
  * change a knob the daemon does not own. On failure the last one stands. */
 static void thp_refresh(struct engine *e, double now)
@@ -390,12 +394,13 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 	bool changed = !s->scanned || maps_changed || s->scan_minflt != s->prev.minflt ||
 		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
+	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
 	char path[64], cg[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
+	if (!changed && !due && !recheck && !sample_due && !force && !o->unlimited && s->policy) {
 		ps->procs_unchanged++;
 		return;
 	}
@@ -450,6 +455,7 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 		goto out;
 	}
 	ps->procs_scanned++;
+	s->policy_recheck = changed && s->results[SCAN_THP_POLICY] > 0;
 	/* A dry run changes nothing, not even the referenced bits. */
 	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
 	    now - s->last_clear >= s->policy->access_sample_s) {

@@ -89,6 +89,8 @@ static void child_main(int cmd, int ack)
 			_exit(2);
 		else if (c == 'q')
 			_exit(0);
+		else if (c == 'h' && madvise(buf, len, MADV_HUGEPAGE))
+			_exit(2);
 		else if (c == 'P' && populate_more() < 0)
 			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
@@ -487,6 +489,34 @@ static void check_stale(struct fixture *f, char advice, enum scan_result now_is)
 	assert_int_equal(f->e.pending, 0);
 }
 
+/* scope = madvise: the plain buffer is thp_policy. A MADV_HUGEPAGE given
+ * afterwards changes no counter, yet the process is looked at once more a
+ * second after the scan that saw it change, and its blocks are found. */
+static void test_advised_after_faults_rescanned(void **state)
+{
+	struct fixture *f = *state;
+
+	if (f->busy)
+		skip();
+	f->cfg.defaults.scope = THP_SCOPE_MADVISE;
+	f->o.dry_run = true; /* and khugepaged may take a block: count, do not collapse */
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], 0);
+	assert_true(f->ps.results[SCAN_THP_POLICY] >= NBLOCKS);
+
+	child_do(&f->ch, 'h');
+	pass_at(f, 0.5); /* too soon: unchanged */
+	assert_int_equal(f->ps.procs_scanned, 0);
+	pass_at(f, 1.5);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_true(f->ps.results[SCAN_CANDIDATE] + f->ps.results[SCAN_PMD_MAPPED] >= NBLOCKS);
+	assert_true(f->ps.results[SCAN_CANDIDATE] >= 1);
+	/* Once: the recheck itself saw no change. */
+	pass_at(f, 3);
+	assert_int_equal(f->ps.procs_scanned, 0);
+}
+
 static void test_cold_after_scan_not_collapsed(void **state)
 {
 	check_stale(*state, 'c', SCAN_COLD);
@@ -575,6 +605,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_collapsed_not_submitted_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_advised_after_faults_rescanned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),

@@ -334,6 +334,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 	e->nold_blocks = s->nblocks;
 	s->nblocks = 0;
 	memset(s->results, 0, sizeof(s->results));
+	s->policy_refused = false;
 	thp_refresh(e, now);
 	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
 
@@ -349,6 +350,9 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, struc
 				pol->file_backed);
 		if (verdict != SCAN_CANDIDATE) {
 			s->results[verdict] += b.whole;
+			/* Populated enough to be a candidate once advised. */
+			if (verdict == SCAN_THP_POLICY && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
+				s->policy_refused = true;
 			continue;
 		}
 		if (!b.whole)
@@ -455,7 +459,7 @@ static void visit_process(struct engine *e, struct proc_state *s, const struct p
 		goto out;
 	}
 	ps->procs_scanned++;
-	s->policy_recheck = changed && s->results[SCAN_THP_POLICY] > 0;
+	s->policy_recheck = changed && s->policy_refused;
 	/* A dry run changes nothing, not even the referenced bits. */
 	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
 	    now - s->last_clear >= s->policy->access_sample_s) {

@@ -56,10 +56,11 @@ struct proc_state {
 	const struct policy *policy; /* into the engine's config */
 	bool thp_enabled;            /* /proc/PID/status THP_enabled */
 	uint8_t thp_prctl;           /* enum thp_prctl, inferred at the last scan */
-	/* Its last scan followed a change and found memory the THP policy
-	 * refused: look once more POLICY_RECHECK_S later, since a MADV_HUGEPAGE
-	 * given after the faults changes no counter the sample sees. */
-	bool policy_recheck;
+	/* Its last scan found a block's worth of memory the THP policy refused
+	 * (policy_refused) after a change: look once more POLICY_RECHECK_S
+	 * later (policy_recheck), since a MADV_HUGEPAGE given after the faults
+	 * changes no counter the sample sees. */
+	bool policy_refused, policy_recheck;
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */

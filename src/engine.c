@@ -289,7 +289,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 
 /* A process that opts in with MADV_HUGEPAGE right after faulting its memory
  * in is looked at again this long after the scan that saw the faults. */
-#define POLICY_RECHECK_S 1.0
+#define POLICY_RECHECK_S 0.5 /* the next pass at the default 1 s interval, whatever its jitter */
 
 /* The THP policy, read again at most once a second: an administrator may
  * change a knob the daemon does not own. On failure the last one stands. */

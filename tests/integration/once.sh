@@ -91,8 +91,10 @@ assert_ge "dry: lazyfree blocks counted page_lazyfree" "$(json_proc_result "$DRY
 assert_ge "dry: sparse blocks counted exceed_none_pte" "$(json_proc_result "$DRY" sparse exceed_none_pte)" \
 	"$(wl_blocks sparse)"
 assert_ge "dry: plain blocks counted thp_policy" "$(json_proc_result "$DRY" plain thp_policy)" "$(wl_blocks plain)"
-assert_eq "dry: plain blocks not counted ineligible (as many as hot, its twin)" \
-	"$(json_proc_result "$DRY" plain ineligible)" "$(json_proc_result "$DRY" hot ineligible)"
+# Its other VMAs (libraries, stack) are ineligible as the hot twin's are,
+# give or take a partial block where ASLR put them; its 16 blocks are not.
+d=$(($(json_proc_result "$DRY" plain ineligible) - $(json_proc_result "$DRY" hot ineligible)))
+assert_lt "dry: plain blocks not counted ineligible (|plain - hot| ineligible)" "${d#-}" "$(($(wl_blocks plain) / 2))"
 assert_ge "dry: thpoff blocks counted ineligible" "$(json_proc_result "$DRY" thpoff ineligible)" "$(wl_blocks thpoff)"
 
 ### Real pass.

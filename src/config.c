@@ -39,11 +39,12 @@ static const struct policy policy_default = {
     .file_backed = true,
     .access_sampling = false,
     .access_sample_s = 30,
+    .scope = THP_SCOPE_KERNEL,
 };
 
 /* ---- keys ---- */
 
-enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_CGROUP_PATH };
+enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_SCOPE, K_CGROUP_PATH };
 enum key_home { IN_DAEMON, IN_POLICY, IN_RULE }; /* struct config, struct policy, [cgroup] only */
 
 struct key_def {
@@ -86,6 +87,7 @@ static const struct key_def keys[] = {
     POLICY_KEY("access_sampling", access_sampling, K_BOOL, 0, 0),
     POLICY_KEY("access_sample_s", access_sample_s, K_UINT, 1, 86400),
     POLICY_KEY("coverage_target_pct", coverage_target_pct, K_UINT, 0, 100),
+    POLICY_KEY("scope", scope, K_SCOPE, 0, 0),
     {"path", IN_RULE, K_CGROUP_PATH, 0, 0, 0},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -331,6 +333,17 @@ static bool parse_khugepaged(struct parse *p, const struct key_def *k, const cha
 	return fail(p, "key '%s': '%s' is not one of keep, idle, off", k->name, v);
 }
 
+static bool parse_scope(struct parse *p, const struct key_def *k, const char *v, enum thp_scope *out)
+{
+	for (int m = THP_SCOPE_KERNEL; m <= THP_SCOPE_ALWAYS; m++) {
+		if (!strcasecmp(v, thp_scope_name((enum thp_scope)m))) {
+			*out = (enum thp_scope)m;
+			return true;
+		}
+	}
+	return fail(p, "key '%s': '%s' is not one of kernel, madvise, always", k->name, v);
+}
+
 static bool parse_string(struct parse *p, const struct key_def *k, const char *v, char **out)
 {
 	char *dup;
@@ -480,6 +493,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return parse_string(p, k, value, (char **)(base + k->off));
 	case K_KHUGEPAGED:
 		return parse_khugepaged(p, k, value, (enum khugepaged_mode *)(base + k->off));
+	case K_SCOPE:
+		return parse_scope(p, k, value, (enum thp_scope *)(base + k->off));
 	case K_CGROUP_PATH:
 		return parse_cgroup_path(p, k, value);
 	}
@@ -933,6 +948,19 @@ const char *khugepaged_mode_name(enum khugepaged_mode m)
 		return "idle";
 	case KHUGEPAGED_OFF:
 		return "off";
+	}
+	return "?";
+}
+
+const char *thp_scope_name(enum thp_scope s)
+{
+	switch (s) {
+	case THP_SCOPE_KERNEL:
+		return "kernel";
+	case THP_SCOPE_MADVISE:
+		return "madvise";
+	case THP_SCOPE_ALWAYS:
+		return "always";
 	}
 	return "?";
 }

@@ -17,6 +17,13 @@ enum khugepaged_mode {
 	KHUGEPAGED_OFF,  /* PMD-size THP enabled=never: the thread exits */
 };
 
+/* Which VMAs the THP policy lets us collapse ([collapse] scope). */
+enum thp_scope {
+	THP_SCOPE_KERNEL,  /* where khugepaged may, under the policy in force before we changed it */
+	THP_SCOPE_MADVISE, /* MADV_HUGEPAGE VMAs only, whatever enabled says */
+	THP_SCOPE_ALWAYS,  /* as if enabled=always */
+};
+
 /* Everything that can differ per cgroup: the [collapse] keys. */
 struct policy {
 	bool enable;                   /* enable = yes */
@@ -30,6 +37,7 @@ struct policy {
 	bool access_sampling;          /* access_sampling = no: clear_refs periodically */
 	unsigned access_sample_s;      /* access_sample_s = 30, 1..86400 */
 	unsigned coverage_target_pct;  /* coverage_target_pct = 0 (none), 0..100: exported for alerts */
+	enum thp_scope scope;          /* scope = kernel */
 };
 
 struct cgroup_rule {
@@ -78,3 +86,4 @@ void config_free(struct config *c);
 const struct policy *config_policy_for(const struct config *c, const char *cgroup);
 
 const char *khugepaged_mode_name(enum khugepaged_mode m);
+const char *thp_scope_name(enum thp_scope s); /* "kernel", "madvise", "always" */

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "privilege.h"
+#include "thp_policy.h"
 #include "report.h"
 #include "service.h"
 #include "status.h"
@@ -180,6 +181,23 @@ static int load_config(const struct cli *c, struct config *cfg)
 	return 0;
 }
 
+/* --once: the policy line with -v, and always the warning when the scope
+ * allows nothing (a daemon in khugepaged = off mode may run beside us: its
+ * record is not ours, so this reads the live policy). */
+static void log_thp_policy(const struct config *cfg)
+{
+	struct thp_state st;
+	char line[512];
+
+	if (thp_state_read(khugepaged_sysfs_dir(), NULL, &st) < 0)
+		return;
+	if (thp_policy_describe(&st, cfg->defaults.scope, line, sizeof(line)))
+		log_debug("%s", line);
+	else
+		log_warn("%s; set [collapse] scope = madvise (MADV_HUGEPAGE memory) or always to collapse anyway",
+			 line);
+}
+
 static int run_once(const struct cli *c)
 {
 	struct pass_options o = {.dry_run = c->dry_run, .unlimited = true, .pids = c->pids, .npids = c->npids};
@@ -209,6 +227,7 @@ static int run_once(const struct cli *c)
 		config_free(&cfg);
 		return EXIT_ERROR;
 	}
+	log_thp_policy(&cfg);
 	/* Two samples sample_ms apart give each process's activity. */
 	r = engine_sample(&e);
 	if (r == 0) {

@@ -15,6 +15,7 @@
 #include "budget.h"
 #include "dispatch.h"
 #include "grow.h"
+#include "khugepaged.h"
 #include "log.h"
 #include "rescan.h"
 
@@ -51,6 +52,9 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->alloc_failed_ctx = &e->vmstat;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
+	e->thp_dir = khugepaged_sysfs_dir();
+	e->prctl_infer = thp_prctl_infer;
+	e->thp_read_at = -1e9;
 	e->proc_root = proc_root();
 	e->self = getpid();
 	vma_list_init(&e->vmas);

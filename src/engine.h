@@ -30,6 +30,7 @@
 #include "procs.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "thp_policy.h"
 #include "vmstat.h"
 
 struct pass_stats {
@@ -126,6 +127,14 @@ struct engine {
 	struct pass_stats total; /* since start */
 	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
+	/* The THP policy (live and original), read from thp_dir at most once a
+	 * second while processes are scanned; khp: what the daemon changed
+	 * (NULL: nothing, as for --once). */
+	struct thp_state thp;
+	double thp_read_at;
+	const char *thp_dir;
+	const struct khugepaged_saved *khp;
+	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
 	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by

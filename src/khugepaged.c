@@ -414,3 +414,8 @@ void khugepaged_log_state(enum khugepaged_mode mode)
 			 "set khugepaged = idle or off to leave collapsing to hugecollapsed",
 			 pages, sleep_ms);
 }
+
+const char *khugepaged_sysfs_dir(void)
+{
+	return sysfs_dir();
+}

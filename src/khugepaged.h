@@ -91,6 +91,10 @@ const char *khugepaged_knob_target(const char *file);
  * and warns when it is still actively collapsing alongside us. */
 void khugepaged_log_state(enum khugepaged_mode mode);
 
+/* The THP sysfs directory: HC_SYSFS_THP when set, else
+ * /sys/kernel/mm/transparent_hugepage. */
+const char *khugepaged_sysfs_dir(void);
+
 /* Extracts the [selected] word of a sysfs choice file ("always [madvise]
  * never" → "madvise"). Returns 0 or -EINVAL. Pure. */
 int sysfs_selected(const char *text, char *out, size_t outlen);

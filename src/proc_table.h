@@ -40,7 +40,13 @@ struct proc_state {
 	 * nothing of the process is collapsed (fail closed) until a read
 	 * works again. */
 	bool cgroup_unknown;
-	bool thp_enabled;
+	bool thp_enabled;  /* /proc/PID/status THP_enabled */
+	uint8_t thp_prctl; /* enum thp_prctl, inferred at the last scan */
+	/* Its last scan found a block's worth of memory the THP policy refused
+	 * (policy_refused) after a change: look once more POLICY_RECHECK_S
+	 * later (policy_recheck), since a MADV_HUGEPAGE given after the faults
+	 * changes no counter the sample sees. */
+	bool policy_refused, policy_recheck;
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */

@@ -102,6 +102,24 @@ static void keep_old_from(struct engine *e, struct proc_state *s, uint64_t addr)
 			s->blocks[s->nblocks++] = e->old_blocks[i];
 }
 
+/* A process that opts in with MADV_HUGEPAGE right after faulting its memory
+ * in is looked at again this long after the scan that saw the faults. */
+#define POLICY_RECHECK_S 0.5 /* the next pass at the default 1 s interval, whatever its jitter */
+
+/* The THP policy, read again at most once a second: an administrator may
+ * change a knob the daemon does not own. On failure the last one stands. */
+static void thp_refresh(struct engine *e, double now)
+{
+	int r;
+
+	if (now - e->thp_read_at < 1.0)
+		return;
+	e->thp_read_at = now;
+	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
+	if (r < 0)
+		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
  * Checks the pass's time between VMAs (after the first one, so that every
  * pass makes progress): when it is up, keeps what it found and the rest of
@@ -147,7 +165,10 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			s->blocks[s->nblocks++] = e->old_blocks[i];
 	} else {
 		memset(s->results, 0, sizeof(s->results));
+		s->policy_refused = false;
 	}
+	thp_refresh(e, now);
+	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
@@ -167,9 +188,14 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		scanned_one = true;
 		vma_blocks(v, &b);
 		s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict = vma_verdict(v, &pol->limits, s->thp_enabled, pol->file_backed);
+		verdict =
+		    vma_verdict(v, &pol->limits, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				pol->file_backed);
 		if (verdict != SCAN_CANDIDATE) {
 			s->results[verdict] += b.whole;
+			/* Populated enough to be a candidate once advised. */
+			if (verdict == SCAN_THP_POLICY && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
+				s->policy_refused = true;
 			continue;
 		}
 		if (!b.whole)
@@ -239,13 +265,14 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	bool changed = !s->scanned || maps_changed || s->scan_minflt != s->prev.minflt ||
 		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
+	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
 	bool resuming = s->pid == e->scan_from_pid && e->scan_from_addr;
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !sample_due && !force && !resuming && !o->unlimited &&
+	if (!changed && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
 	    (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
 		return;
@@ -302,6 +329,7 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 		goto out;
 	}
 	ps->procs_scanned++;
+	s->policy_recheck = changed && s->policy_refused;
 	/* A dry run changes nothing, not even the referenced bits. */
 	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
 	    now - s->last_clear >= s->policy->access_sample_s) {

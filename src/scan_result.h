@@ -12,7 +12,8 @@ enum scan_result {
 	SCAN_EXCEED_SHARED_PTE, /* not-exclusive pages > max_ptes_shared */
 	SCAN_PAGE_LAZYFREE,     /* holds a MADV_FREE page */
 	SCAN_COLD,              /* VMA Referenced/Rss < min_referenced_pct */
-	SCAN_INELIGIBLE,        /* VMA, process or kernel says no */
+	SCAN_INELIGIBLE,        /* the kernel cannot: VMA flags, kind, alignment, prctl */
+	SCAN_THP_POLICY,        /* the THP policy (sysfs modes, hg, scope) says no; khugepaged's SCAN_VMA_CHECK */
 	SCAN_NR_RESULTS,
 };
 

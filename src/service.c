@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "privilege.h"
+#include "thp_policy.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -173,6 +174,25 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* One line on the THP policy that decides what is collapsed; a warning
+ * naming the key to change when it allows nothing. */
+static void log_thp_policy(const struct service *s)
+{
+	struct thp_state st;
+	char line[512];
+	int r = thp_state_read(khugepaged_sysfs_dir(), &s->khp, &st);
+
+	if (r < 0) {
+		log_warn("cannot read the THP policy from %s: %s", khugepaged_sysfs_dir(), strerror(-r));
+		return;
+	}
+	if (thp_policy_describe(&st, s->cfg.defaults.scope, line, sizeof(line)))
+		log_info("%s", line);
+	else
+		log_warn("%s; set [collapse] scope = madvise (MADV_HUGEPAGE memory) or always to collapse anyway",
+			 line);
+}
+
 /* SIGHUP: a bad file keeps the whole old config. */
 static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -189,6 +209,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	if (config_load(s->config_path, false, false, &next, err, sizeof(err)) < 0) {
 		log_err("reload failed, keeping the previous configuration: %s", err);
 	} else {
+		bool policy_changed = next.khugepaged != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
+
 		/* One apply moves from the old mode to the new one: it puts back
 		 * what the new mode leaves alone and keeps the recorded originals. */
 		if (next.khugepaged != s->khp.mode && khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
@@ -205,6 +227,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		if (schedule_passes(s) < 0)
 			log_err("cannot reschedule passes after reload");
 		log_info("reloaded %s (%zu cgroup policies)", s->config_path, s->cfg.nrules);
+		if (policy_changed)
+			log_thp_policy(s);
 	}
 	sd_notify(0, "READY=1");
 	notify_status(s);
@@ -287,8 +311,10 @@ int service_run(const char *config_path)
 		log_info("no cgroup v2 mount found (%s): per-cgroup metrics of removed cgroups are kept", strerror(-r));
 	else /* coverage_metrics.h: memory.stat where v2 has a memory controller */
 		coverage_metrics_memory_stat(s.cgroup2.fd, s.cgroup2.root);
+	log_thp_policy(&s);
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
+	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
 	if (r == 0)
 		r = engine_sample(&s.engine);
 	if (r == 0)

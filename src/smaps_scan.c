@@ -325,6 +325,15 @@ static int parse_field(struct vma *v, const char *key, size_t key_len, const cha
 		v->has_vmflags = true;
 		return 0;
 	}
+	if (key_len == 11 && !memcmp(key, "THPeligible", 11)) {
+		/* "THPeligible:    1": one digit, no unit (show_smap()). */
+		p = skip_blanks(p, end);
+		if (end - p < 1 || (p[0] != '0' && p[0] != '1') || skip_blanks(p + 1, end) != end)
+			return -EINVAL;
+		v->thp_eligible = p[0] == '1';
+		v->has_thpeligible = true;
+		return 0;
+	}
 	uint64_t *field = kb_field(v, key, key_len);
 	if (!field)
 		return 0;

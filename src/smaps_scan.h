@@ -60,6 +60,9 @@ struct vma {
 	uint8_t kind;     /* enum vma_kind */
 	uint64_t vmflags; /* VMF() bits */
 	bool has_vmflags; /* a VmFlags: line was seen */
+	/* "THPeligible: 0|1": the kernel's THP policy answer for this VMA
+	 * (sysfs modes, hg/nh, prctl), absent before Linux 4.19. */
+	bool has_thpeligible, thp_eligible;
 	/* Fields in KiB, 0 when absent. */
 	uint64_t rss_kb, anon_kb, referenced_kb, lazyfree_kb, anon_huge_kb, shmem_pmd_kb, file_pmd_kb, swap_kb;
 	uint32_t name_off; /* offset into vma_list.names; 0 means no name */

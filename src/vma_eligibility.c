@@ -31,10 +31,12 @@ unsigned vma_referenced_pct(const struct vma *v)
 	return (unsigned)(v->referenced_kb * 100 / v->rss_kb);
 }
 
-enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *lim, bool thp_enabled, bool file_backed)
+enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *lim, enum scan_result policy,
+			     bool file_backed)
 {
 	/* Without a VmFlags line an nh or hugetlb VMA cannot be told apart. */
-	if (!thp_enabled || !v->has_vmflags || (v->vmflags & VMF_INELIGIBLE_MASK) || v->kind == VMA_SPECIAL)
+	if (policy == SCAN_INELIGIBLE || !v->has_vmflags || (v->vmflags & VMF_INELIGIBLE_MASK) ||
+	    v->kind == VMA_SPECIAL)
 		return SCAN_INELIGIBLE;
 	if (v->kind == VMA_FILE && !file_backed)
 		return SCAN_INELIGIBLE;
@@ -43,6 +45,8 @@ enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *
 	 * of 512 (thp_vma_suitable_order()). All blocks of a VMA share that. */
 	if (v->kind != VMA_ANON && ((v->start - v->offset) & (HPAGE_SIZE - 1)))
 		return SCAN_INELIGIBLE;
+	if (policy != SCAN_CANDIDATE)
+		return SCAN_THP_POLICY;
 	if (vma_referenced_pct(v) < lim->min_referenced_pct)
 		return SCAN_COLD;
 	return SCAN_CANDIDATE;

@@ -21,10 +21,13 @@ struct vma_blocks {
 
 void vma_blocks(const struct vma *v, struct vma_blocks *b);
 
-/* SCAN_INELIGIBLE, SCAN_COLD, or SCAN_CANDIDATE meaning "scan its blocks".
- * thp_enabled: the process has not disabled THP by prctl.
+/* SCAN_INELIGIBLE, SCAN_THP_POLICY, SCAN_COLD, or SCAN_CANDIDATE meaning
+ * "scan its blocks", in that order of precedence (what the kernel cannot do
+ * before what the policy forbids).
+ * policy: the THP policy's verdict on the VMA (thp_vma_check()):
+ *   SCAN_CANDIDATE, SCAN_THP_POLICY or SCAN_INELIGIBLE.
  * file_backed: collapse of file-backed (non-shmem) mappings is allowed. */
-enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *lim, bool thp_enabled,
+enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *lim, enum scan_result policy,
 			     bool file_backed);
 
 /* Referenced/Rss in percent; 100 when Rss is 0 (nothing to judge). */

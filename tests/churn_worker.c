@@ -9,7 +9,7 @@
  *       worker exited 0.
  *   hc_churn_worker ROLE --ms MS          one worker, as the driver forks it
  *   hc_churn_worker mapfile PATH [COMM]   map PATH (read, exec), touch it,
- *       set comm to COMM, print "ready PID 0xADDR LEN", wait for SIGTERM
+ *       give it MADV_HUGEPAGE, set comm to COMM, print "ready PID 0xADDR LEN", wait for SIGTERM
  *
  * Roles (all of them map their buffer at the same fixed address, so a block
  * the daemon remembers for one process lands on another's memory if it ever
@@ -19,6 +19,9 @@
  *   remap      mmap, fill, mprotect, MADV_DONTNEED, munmap, again, in a loop
  *   sparse     one page in 16 touched: never a candidate (max_ptes_none <=
  *              255), so it must never show PMD-mapped memory
+ *
+ * Every buffer is filled as 4 KiB pages and then given MADV_HUGEPAGE: the
+ * opt-in that khugepaged's default policy (and so the daemon's) asks for.
  *
  * Worker exit status: 0 intact, 2 set-up failure, 3 pattern corrupt (the
  * offset on stderr), 4 a non-candidate was PMD-mapped. */
@@ -99,6 +102,9 @@ static void fill(char *buf, size_t len, uint64_t seed, unsigned stride)
 		for (size_t j = 0; j < WORDS_PER_PG; j++)
 			w[j] = seed_word(seed, p, j);
 	}
+	/* After the fill, so the pages are 4 KiB: opt in to collapse. */
+	if (madvise(buf, len, MADV_HUGEPAGE))
+		fail_setup("madvise(MADV_HUGEPAGE)");
 }
 
 /* Exits EXIT_CORRUPT at the first wrong word of the pages it checks. */
@@ -297,6 +303,9 @@ static int map_file(const char *path, const char *comm)
 		fail_setup("prctl(PR_SET_NAME)");
 	for (off_t i = 0; i < st.st_size; i += PAGE_SZ)
 		sink += b[i];
+	/* Opt in, as text that wants huge pages under enabled=madvise must. */
+	if (madvise(b, (size_t)st.st_size, MADV_HUGEPAGE))
+		fail_setup("madvise(MADV_HUGEPAGE) the file");
 	printf("ready %d 0x%" PRIxPTR " %lld\n", (int)getpid(), (uintptr_t)b, (long long)st.st_size);
 	fflush(stdout);
 	while (!stop_requested)

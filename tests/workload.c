@@ -1,10 +1,23 @@
 /* hc_workload: a process with one 2 MiB-aligned buffer in a known state, for
  * integration tests and benchmarks.
  *
- *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise-huge]
+ *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise hg|none]
+ *               [--prctl none|completely|except] [--advise-huge]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
- * buffer in the state its role describes until SIGTERM/SIGINT. Every 64-bit
+ * buffer in the state its role describes until SIGTERM/SIGINT.
+ *
+ * The buffer is filled as 4 KiB pages (THP is disabled by prctl while it is
+ * filled, whatever the sysfs policy), then given MADV_HUGEPAGE (--advise hg,
+ * the default; huge and nohuge keep their own advice): it opts in to THP as
+ * a program that wants khugepaged's huge pages must, yet is not huge yet.
+ * --prctl then sets PR_SET_THP_DISABLE: completely, or except for advised
+ * memory (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18).
+ *
+ * The matrix role maps six VMAs of N MiB each, in this order: anonymous
+ * plain, hg and nh, then shared anonymous (shmem) plain, hg and nh; after
+ * the ready line it prints one "vma <name> 0x<start> <length>" line for
+ * each (names anon-plain … shmem-nh) and then idles. Every 64-bit
  * word i of the buffer holds pattern_word(i), so a page moved to the wrong
  * place or replaced by zeroes during a collapse is caught:
  *   SIGUSR1          verify, print "pattern ok" or "pattern bad at OFF"
@@ -24,8 +37,8 @@
  * written again in full, 4k+2 is never freed, and 4k+3 is MADV_FREE'd and
  * three quarters of it written again; written pages stay written (hot).
  * The churn role maps a new buffer every interval, fills it and unmaps the
- * old one (what allocators do). --advise-huge gives each buffer
- * MADV_HUGEPAGE once it is filled (as 4 KiB pages: a collapse candidate).
+ * old one (what allocators do); each buffer is advised as the others are
+ * (--advise-huge is kept as another name for --advise hg).
  * The manyvmas role writes nothing and makes every other page of its
  * buffer read-only: one VMA per page (--mb 250 is 64000 VMAs).
  * Exit 2 means bad usage or a set-up failure. */
@@ -51,10 +64,14 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, LAZYMIX, MANYVMAS };
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, MATRIX, LAZYMIX, MANYVMAS };
 
-static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",    "shmem",
-					 "nohuge", "thpoff", "idle",     "churn",  "lazymix", "manyvmas"};
+static const char *const role_names[] = {"hot",    "cold", "lazyfree", "sparse", "huge",    "shmem",   "nohuge",
+					 "thpoff", "idle", "churn",    "matrix", "lazymix", "manyvmas"};
+
+#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
+#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* include/uapi/linux/prctl.h, Linux 6.18 */
+#endif
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
@@ -160,11 +177,33 @@ static bool page_touched(enum role r, size_t page)
 	return r != SPARSE || page % SPARSE_STRIDE == 0;
 }
 
-static void fill(enum role r, char *buf, size_t len)
+static bool advise_hg = true; /* --advise */
+
+/* Faults the buffer in as 4 KiB pages: THP is off for the process while it
+ * does (enabled=always or an advised VMA would get huge pages at fault),
+ * and back on afterwards, unless the role is thpoff. The huge role wants
+ * its huge pages at fault. */
+static void fill_pages(enum role r, char *buf, size_t len)
 {
 	for (size_t p = 0; p < len / PAGE_SZ; p++)
 		if (page_touched(r, p))
 			fill_page(buf, p);
+}
+
+static void fill(enum role r, char *buf, size_t len)
+{
+	if (r != HUGE && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+		die("prctl(PR_SET_THP_DISABLE)");
+	fill_pages(r, buf, len);
+	if (r != THPOFF && prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0))
+		die("prctl(PR_SET_THP_DISABLE, 0)");
+}
+
+/* The opt-in that khugepaged's default policy (enabled=madvise) asks for. */
+static void advise(enum role r, char *buf, size_t len)
+{
+	if (advise_hg && r != HUGE && r != NOHUGE && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
 }
 
 #define PAGES_PER_BLOCK (HPAGE_SZ / PAGE_SZ)
@@ -305,10 +344,10 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(
-	    stderr,
-	    "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|lazymix|manyvmas "
-	    "--mb N [--hot-interval-ms MS] [--advise-huge]\n");
+	fprintf(stderr,
+		"usage: hc_workload --role "
+		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas "
+		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge]\n");
 	exit(2);
 }
 
@@ -351,22 +390,63 @@ static void install_handlers(void)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
+/* The matrix role: six VMAs, each filled as 4 KiB pages, then advised. */
+static char *map_matrix(size_t len)
+{
+	static const char *const names[6] = {"anon-plain", "anon-hg", "anon-nh", "shmem-plain", "shmem-hg", "shmem-nh"};
+	static const int advice[3] = {-1, MADV_HUGEPAGE, MADV_NOHUGEPAGE};
+	char *v[6];
+
+	for (int i = 0; i < 6; i++) {
+		v[i] = i < 3 ? map_aligned_anon(len) : map_aligned_shmem(len);
+		fill(MATRIX, v[i], len);
+		if (advice[i % 3] >= 0 && madvise(v[i], len, advice[i % 3]))
+			die("madvise(matrix)");
+	}
+	printf("ready %ld 0x%" PRIxPTR " %zu\n", (long)getpid(), (uintptr_t)v[0], len);
+	for (int i = 0; i < 6; i++)
+		printf("vma %s 0x%" PRIxPTR " %zu\n", names[i], (uintptr_t)v[i], len);
+	fflush(stdout);
+	return v[0];
+}
+
+static void set_prctl(const char *mode)
+{
+	int r = 0;
+
+	if (!strcmp(mode, "completely"))
+		r = prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	else if (!strcmp(mode, "except"))
+		r = prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
+	else if (strcmp(mode, "none"))
+		usage();
+	if (r)
+		die("prctl(PR_SET_THP_DISABLE, --prctl)");
+}
+
 int main(int argc, char **argv)
 {
 	enum role r = HOT;
 	bool have_role = false;
+	const char *prctl_mode = "none";
 	unsigned long mb = 0, interval_ms = 50;
-	bool advise_huge = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--role") && i + 1 < argc) {
 			r = parse_role(argv[++i]);
 			have_role = true;
 		} else if (!strcmp(argv[i], "--mb")) {
 			mb = parse_num(argv[++i]);
-		} else if (!strcmp(argv[i], "--advise-huge")) {
-			advise_huge = true;
 		} else if (!strcmp(argv[i], "--hot-interval-ms")) {
 			interval_ms = parse_num(argv[++i]);
+		} else if (!strcmp(argv[i], "--advise") && i + 1 < argc) {
+			i++;
+			if (strcmp(argv[i], "hg") && strcmp(argv[i], "none"))
+				usage();
+			advise_hg = !strcmp(argv[i], "hg");
+		} else if (!strcmp(argv[i], "--advise-huge")) {
+			advise_hg = true;
+		} else if (!strcmp(argv[i], "--prctl") && i + 1 < argc) {
+			prctl_mode = argv[++i];
 		} else {
 			usage();
 		}
@@ -378,8 +458,14 @@ int main(int argc, char **argv)
 	len &= ~(size_t)(HPAGE_SZ - 1);
 
 	install_handlers();
-	if (r == THPOFF && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
-		die("prctl(PR_SET_THP_DISABLE)");
+	if (r == MATRIX) {
+		char *first = map_matrix(len);
+
+		set_prctl(prctl_mode);
+		while (!stop_requested)
+			sleep_ms((unsigned)interval_ms);
+		return verify(IDLE, first, len) < 0 ? 0 : 3;
+	}
 
 	char *buf = r == SHMEM ? map_aligned_shmem(len) : map_aligned_anon(len);
 	/* Flags go on before the first touch so the faults already obey them. */
@@ -389,18 +475,17 @@ int main(int argc, char **argv)
 		die("madvise(MADV_NOHUGEPAGE)");
 	fill(r, buf, len);
 	check_small_pages(r, buf, len);
-	/* 4 KiB pages now; eligible from here on (even where only
-	 * MADV_HUGEPAGE'd anonymous memory is collapsed). */
 	if (r == LAZYMIX) {
+		/* Still 4 KiB pages: free and rewrite, then opt in. */
 		lazymix(buf, len);
 		if (madvise(buf, len, MADV_HUGEPAGE))
 			die("madvise(MADV_HUGEPAGE)");
 	}
-	if (advise_huge && madvise(buf, len, MADV_HUGEPAGE))
-		die("madvise(MADV_HUGEPAGE)");
+	advise(r, buf, len);
 	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_SZ; p += 2)
 		if (mprotect(buf + p * PAGE_SZ, PAGE_SZ, PROT_READ))
 			die("mprotect (vm.max_map_count?)");
+	set_prctl(prctl_mode);
 	if (r == COLD && madvise(buf, len, MADV_COLD))
 		die("madvise(MADV_COLD)");
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))
@@ -440,9 +525,12 @@ int main(int argc, char **argv)
 		if (r == CHURN) {
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);
-			fill(r, next, len);
-			if (advise_huge && madvise(next, len, MADV_HUGEPAGE))
-				die("madvise(MADV_HUGEPAGE)");
+			/* Without the prctl: a daemon reading status meanwhile
+			 * would see THP disabled for the whole process. Not yet
+			 * advised, the new buffer faults as 4 KiB pages anyway
+			 * (unless enabled=always). */
+			fill_pages(r, next, len);
+			advise(r, next, len);
 			munmap(buf, len);
 			buf = next;
 		} else if (r != COLD && r != IDLE && r != MANYVMAS) {

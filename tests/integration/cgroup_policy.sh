@@ -69,6 +69,8 @@ chmod 0644 "$CONF" "$ETC"/cgroup.d/*.conf
 assert_cmd "--check-config reads both policies" \
 	bash -c '"$0" --check-config --config "$1" | grep -q "(2 cgroup policies)"' "$HC_BIN" "$CONF"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 for w in on off; do
 	if ! start_workload hot 32 "$w"; then
 		hc_not_ok "start workload $w"

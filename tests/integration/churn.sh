@@ -82,6 +82,8 @@ printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\ncgroup_dir = %s\n[c
 printf '[cgroup]\npath = %s\nenable = yes\nbudget_mb_per_s = 512\n' "${CG_PATH[churn]}" >"$CONF_DIR/cgroup.d/churn.conf"
 chmod 0644 "$CONF_DIR/hugecollapsed.conf" "$CONF_DIR/cgroup.d/churn.conf"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 if ! start_workload hot 64; then
 	hc_not_ok "start the hot workload"
 	hc_summary

@@ -171,6 +171,8 @@ if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD"; then
 	hc_summary
 	exit 1
 fi
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 if ! start_workload hot 16 hot || ! start_workload hot 8 weird; then
 	hc_not_ok "start the workloads"
 	hc_summary

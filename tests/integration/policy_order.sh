@@ -47,6 +47,8 @@ max_wait_s = 3600
 min_referenced_pct = 50"
 hc_write_rule "$CONF" order ""
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 for w in "${IDLE[@]}"; do
 	start_workload idle 64 "$w" || exit 1
 done

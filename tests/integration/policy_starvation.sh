@@ -34,6 +34,8 @@ max_ptes_none = 255"
 hc_write_rule "$CONF" hot "weight = 10000"
 hc_write_rule "$CONF" low "weight = 1"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload idle 4 low || exit 1
 start_workload churn 32 churn --hot-interval-ms 1000 || exit 1
 hc_cgroup_add low "${WL_PID[low]}" || exit 1

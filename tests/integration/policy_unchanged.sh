@@ -27,6 +27,8 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 hc_write_config "$CONF" "scan_interval_ms = 300
 full_rescan_s = 3600" ""
 hc_write_rule "$CONF" unchanged ""
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 for w in "${W[@]}"; do
 	start_workload idle 8 "$w" || exit 1
 	hc_cgroup_add unchanged "${WL_PID[$w]}" || exit 1

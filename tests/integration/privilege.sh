@@ -41,6 +41,8 @@ min_referenced_pct = 0
 EOF
 chmod 0644 "$CONF"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 if ! start_workload hot 16; then
 	hc_not_ok "start the hot workload"
 	hc_summary

@@ -37,6 +37,8 @@ chmod 0644 "$CONF"
 hc_write_rule "$CONF" cold "budget_mb_per_s = 4"
 hc_write_rule "$CONF" freed "budget_mb_per_s = 4"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload hot "$MB" cold || exit 1
 start_workload hot "$MB" freed || exit 1
 hc_cgroup_add cold "${WL_PID[cold]}" || exit 1

@@ -20,6 +20,8 @@ declare -A WL_PID=()   # name -> pid
 declare -A WL_ADDR=()  # name -> "0x…" start of its buffer
 declare -A WL_LEN=()   # name -> buffer length in bytes
 declare -A WL_OUT=()   # name -> file holding its stdout
+declare -A HC_KHP_SAVED=() # khugepaged knob -> value before hc_khugepaged_quiet
+HC_KHP_DIR=/sys/kernel/mm/transparent_hugepage/khugepaged
 HC_TMP=$(mktemp -d /tmp/hc-test.XXXXXX) || exit 1
 
 hc_log()
@@ -31,7 +33,7 @@ hc_log()
 # not us has been reaped and possibly reused by someone else.
 hc_cleanup()
 {
-	local pid
+	local pid k
 	for pid in "${HC_PIDS[@]}"; do
 		if [[ -r /proc/$pid/stat ]] && [[ $(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) == "$$" ]]; then
 			kill -TERM "$pid" 2>/dev/null
@@ -39,7 +41,30 @@ hc_cleanup()
 		fi
 	done
 	HC_PIDS=()
+	for k in "${!HC_KHP_SAVED[@]}"; do
+		echo "${HC_KHP_SAVED[$k]}" >"$HC_KHP_DIR/$k"
+	done
+	HC_KHP_SAVED=()
 	[[ -n $HC_TMP && -d $HC_TMP ]] && rm -rf "$HC_TMP"
+}
+
+# hc_khugepaged_quiet: stop the kernel's khugepaged from scanning until the
+# test exits (the EXIT trap writes the old values back). Workloads opt in to
+# THP with MADV_HUGEPAGE, as khugepaged's default policy asks, so khugepaged
+# could otherwise collapse their memory behind the daemon's back: cold,
+# sparse or lazy-free blocks a test expects to stay small included.
+# Idle khugepaged still scans one PMD when its list of processes goes from
+# empty to not empty: a decoy (2 MiB, already huge) registered first takes
+# that scan and keeps the list from emptying until the test ends.
+hc_khugepaged_quiet()
+{
+	local k
+	for k in scan_sleep_millisecs pages_to_scan; do
+		[[ -n ${HC_KHP_SAVED[$k]} ]] || HC_KHP_SAVED[$k]=$(cat "$HC_KHP_DIR/$k") || return 1
+	done
+	echo 4294967295 >"$HC_KHP_DIR/scan_sleep_millisecs" && echo 1 >"$HC_KHP_DIR/pages_to_scan" || return 1
+	start_workload huge 2 hc-khugepaged-decoy >/dev/null || return 1
+	sleep 0.2 # its one scan
 }
 trap hc_cleanup EXIT
 trap 'exit 130' INT
@@ -123,6 +148,7 @@ start_workload()
 	local role=$1 mb=$2 name=${3:-$1}
 	shift 3 2>/dev/null || shift $#
 	local out="$HC_TMP/wl.$name.out"
+	: >"$out" # now: a name used before must not show the old ready line
 	"$HC_WORKLOAD" --role "$role" --mb "$mb" "$@" >"$out" 2>"$out.err" &
 	local pid=$!
 	HC_PIDS+=("$pid")

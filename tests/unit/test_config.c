@@ -126,6 +126,7 @@ static void assert_default_policy(const struct policy *p)
 	assert_false(p->access_sampling);
 	assert_int_equal(p->access_sample_s, 30);
 	assert_int_equal(p->coverage_target_pct, 0);
+	assert_int_equal(p->scope, THP_SCOPE_KERNEL);
 }
 
 static void assert_default_daemon(const struct config *c)
@@ -163,6 +164,9 @@ static void test_builtin_defaults(void **state)
 	assert_string_equal(khugepaged_mode_name(KHUGEPAGED_KEEP), "keep");
 	assert_string_equal(khugepaged_mode_name(KHUGEPAGED_IDLE), "idle");
 	assert_string_equal(khugepaged_mode_name(KHUGEPAGED_OFF), "off");
+	assert_string_equal(thp_scope_name(THP_SCOPE_KERNEL), "kernel");
+	assert_string_equal(thp_scope_name(THP_SCOPE_MADVISE), "madvise");
+	assert_string_equal(thp_scope_name(THP_SCOPE_ALWAYS), "always");
 }
 
 static void test_file_without_keys_gives_defaults(void **state)
@@ -228,6 +232,7 @@ static void test_every_key_parsed(void **state)
 	assert_true(d->access_sampling);
 	assert_int_equal(d->access_sample_s, 7);
 	assert_int_equal(d->coverage_target_pct, 100);
+	assert_int_equal(d->scope, THP_SCOPE_ALWAYS);
 
 	/* Two rules (README and *.conf.example ignored), sorted by path. */
 	assert_int_equal(c.nrules, 2);
@@ -253,6 +258,7 @@ static void test_every_key_parsed(void **state)
 	assert_false(web->file_backed);
 	assert_true(web->access_sampling);
 	assert_int_equal(web->access_sample_s, 7);
+	assert_int_equal(web->scope, THP_SCOPE_ALWAYS);
 
 	batch = config_policy_for(&c, "/batch.slice/job-1.scope");
 	assert_ptr_equal(batch, &c.rules[0].policy);
@@ -269,6 +275,7 @@ static void test_every_key_parsed(void **state)
 	assert_true(batch->file_backed);
 	assert_false(batch->access_sampling);
 	assert_int_equal(batch->access_sample_s, 86400);
+	assert_int_equal(batch->scope, THP_SCOPE_MADVISE);
 	config_free(&c);
 }
 
@@ -357,6 +364,11 @@ static void test_main_value_errors(void **state)
 			  "key 'enable': 'maybe' is not a boolean (use yes/no, true/false, on/off or 1/0)");
 	expect_main_error("[collapse]\nfile_backed = y\n", 2,
 			  "key 'file_backed': 'y' is not a boolean (use yes/no, true/false, on/off or 1/0)");
+	expect_main_error("[collapse]\nscope = never\n", 2,
+			  "key 'scope': 'never' is not one of kernel, madvise, always");
+	expect_main_error("[collapse]\n\nscope =\n", 3, "key 'scope': '' is not one of kernel, madvise, always");
+	expect_main_error("[daemon]\nscope = kernel\n", 2,
+			  "key 'scope': not allowed in [daemon]; it belongs in [collapse] or [cgroup]");
 	expect_main_error("[daemon]\nkhugepaged = never\n", 2,
 			  "key 'khugepaged': 'never' is not one of keep, idle, off");
 	expect_main_error("[daemon]\nmetrics_file = metrics.prom\n", 2,
@@ -644,6 +656,8 @@ static void test_cgroup_file_errors(void **state)
 	expect_error_in("cgroup.d/web.conf", 3, "section [extra]: unknown section (expected [cgroup] or [collapse])");
 	write_file("cgroup.d/web.conf", "path = /a\n");
 	expect_error_in("cgroup.d/web.conf", 1, "key 'path': outside any section");
+	write_file("cgroup.d/web.conf", "[cgroup]\npath = /a\nscope = madvise always\n");
+	expect_error_in("cgroup.d/web.conf", 3, "key 'scope': 'madvise always' is not one of kernel, madvise, always");
 	write_file("cgroup.d/web.conf", "[cgroup]\npath = /a\nkhugepaged = off\n");
 	expect_error_in("cgroup.d/web.conf", 3,
 			"key 'khugepaged': not allowed in [cgroup]; it belongs in [daemon] of the main file");
@@ -729,6 +743,7 @@ static void test_shipped_example_parses(void **state)
 	assert_true(web->enable);
 	assert_true(web->weight > c.defaults.weight);
 	assert_int_equal(web->coverage_target_pct, 80);
+	assert_int_equal(web->scope, THP_SCOPE_ALWAYS);
 	assert_false(batch->enable);
 	config_free(&c);
 }

@@ -112,6 +112,8 @@ static void child_main(int cmd, int ack)
 			_exit(2);
 		else if (c == 'q')
 			_exit(0);
+		else if (c == 'h' && madvise(buf, len, MADV_HUGEPAGE))
+			_exit(2);
 		else if (c == 'P' && populate_more() < 0)
 			_exit(2);
 		else if (c == 'r' && mprotect(buf + len - BLOCK, BLOCK, PROT_READ))
@@ -307,6 +309,14 @@ struct fixture {
 	struct pass_stats ps;
 };
 
+static enum thp_prctl prctl_none(const struct thp_policy *live, bool status_thp_enabled, const struct vma *v, size_t n)
+{
+	(void)live;
+	(void)v;
+	(void)n;
+	return status_thp_enabled ? THP_PRCTL_NONE : THP_PRCTL_COMPLETELY;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -317,7 +327,15 @@ static int setup(void **state)
 	fake_time = T0;
 	config_defaults(&f->cfg);
 	f->cfg.alloc_backoff_ms = BACKOFF;
+	/* The child's plain memory is allowed whatever the host's THP policy
+	 * (other tests change the real one): scope = always, a fixed fake
+	 * sysfs tree, and a process known not to have opted out by prctl. The
+	 * child does not use MADV_HUGEPAGE, which would let khugepaged collapse
+	 * its blocks behind the test's back. */
+	f->cfg.defaults.scope = THP_SCOPE_ALWAYS;
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
+	f->e.thp_dir = HC_FIXTURES "/thp/madvise";
+	f->e.prctl_infer = prctl_none;
 	f->e.madvise_fn = fake_madvise;
 	f->e.alloc_failed = fake_alloc_failed;
 	f->e.alloc_failed_ctx = &fk;
@@ -629,6 +647,33 @@ static void check_stale(struct fixture *f, char advice, enum scan_result now_is)
 	assert_int_equal(f->e.pending, 0);
 }
 
+/* scope = madvise: the plain buffer is thp_policy. A MADV_HUGEPAGE given
+ * afterwards changes no counter, yet the process is looked at once more at
+ * the next pass (half a second on) after the scan that saw it change, and
+ * its blocks are found. */
+static void test_advised_after_faults_rescanned(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.defaults.scope = THP_SCOPE_MADVISE;
+	f->o.dry_run = true; /* and khugepaged may take a block: count, do not collapse */
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->ps.results[SCAN_CANDIDATE], 0);
+	assert_true(f->ps.results[SCAN_THP_POLICY] >= NBLOCKS);
+
+	child_do(&f->ch, 'h');
+	pass_at(f, 0.2); /* too soon: unchanged */
+	assert_int_equal(f->ps.procs_scanned, 0);
+	pass_at(f, 1.0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_true(f->ps.results[SCAN_CANDIDATE] + f->ps.results[SCAN_PMD_MAPPED] >= NBLOCKS);
+	assert_true(f->ps.results[SCAN_CANDIDATE] >= 1);
+	/* Once: the recheck itself saw no change. */
+	pass_at(f, 3);
+	assert_int_equal(f->ps.procs_scanned, 0);
+}
+
 static void test_cold_after_scan_not_collapsed(void **state)
 {
 	check_stale(*state, 'c', SCAN_COLD);
@@ -748,6 +793,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_collapsed_not_submitted_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_advised_after_faults_rescanned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),

@@ -88,6 +88,8 @@ static void test_capture_anon(void **state)
 	assert_int_equal(v->kind, VMA_ANON);
 	assert_true(v->has_vmflags);
 	assert_int_equal(v->vmflags, ANON_FLAGS | VMF(HG));
+	assert_true(v->has_thpeligible);
+	assert_true(v->thp_eligible); /* MADV_HUGEPAGE under enabled=madvise */
 	assert_int_equal(v->rss_kb, 4096);
 	assert_int_equal(v->anon_kb, 4096);
 	assert_int_equal(v->referenced_kb, 4096);
@@ -101,6 +103,8 @@ static void test_capture_anon(void **state)
 	v = find(&l, 0x7f4cf1c00000);
 	assert_int_equal(v->end, 0x7f4cf1f00000);
 	assert_int_equal(v->vmflags, ANON_FLAGS | VMF(NH));
+	assert_true(v->has_thpeligible);
+	assert_false(v->thp_eligible);
 	assert_int_equal(v->rss_kb, 1024);
 	assert_int_equal(v->anon_huge_kb, 0);
 
@@ -355,6 +359,9 @@ static void test_hostile(void **state)
 	    {"field_first.smaps", -EINVAL, 0},
 	    {"max_values.smaps", 0, 1},
 	    {"overlong_name.smaps", 0, 2},
+	    {"thpeligible_bad.smaps", -EINVAL, 0},
+	    {"thpeligible_trailing.smaps", -EINVAL, 1},
+	    {"thpeligible_empty.smaps", -EINVAL, 0},
 	};
 	char path[512];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -378,7 +385,13 @@ static void test_hostile_values(void **state)
 	assert_int_equal(l.v[0].start, 0x7f0000000000);
 	assert_int_equal(l.v[0].end, 0x7f0000200000);
 	assert_false(l.v[0].has_vmflags);
+	assert_false(l.v[0].has_thpeligible); /* absent: not "0" */
 	assert_int_equal(l.v[0].kind, VMA_ANON);
+	vma_list_clear(&l);
+
+	/* The good VMA before a bad THPeligible keeps its own answer. */
+	assert_int_equal(parse_fixture(FIXTURE("thpeligible_trailing.smaps"), &l), -EINVAL);
+	assert_true(l.v[0].has_thpeligible && l.v[0].thp_eligible);
 	vma_list_clear(&l);
 
 	assert_int_equal(parse_fixture(FIXTURE("max_values.smaps"), &l), 0);

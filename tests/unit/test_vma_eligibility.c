@@ -76,10 +76,10 @@ static void test_verdict_baseline(void **state)
 {
 	(void)state;
 	struct vma v = anon_vma();
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 	/* Flags that do not block collapse. */
 	v.vmflags |= VMF(HG) | VMF(SD) | VMF(DD) | VMF(MG) | VMF(GD);
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 }
 
 static void test_verdict_each_ineligible_flag(void **state)
@@ -89,9 +89,9 @@ static void test_verdict_each_ineligible_flag(void **state)
 	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
 		struct vma v = anon_vma();
 		v.vmflags |= UINT64_C(1) << bits[i];
-		assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_INELIGIBLE);
+		assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_INELIGIBLE);
 		v.kind = VMA_SHMEM;
-		assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_INELIGIBLE);
+		assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_INELIGIBLE);
 	}
 }
 
@@ -101,15 +101,15 @@ static void test_verdict_kinds(void **state)
 	struct vma v = anon_vma();
 
 	v.kind = VMA_SPECIAL;
-	assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_INELIGIBLE);
 
 	v.kind = VMA_FILE;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_INELIGIBLE);
-	assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_CANDIDATE);
 
 	/* shmem does not depend on the file-backed switch. */
 	v.kind = VMA_SHMEM;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 }
 
 static void test_verdict_pgoff_alignment(void **state)
@@ -120,24 +120,24 @@ static void test_verdict_pgoff_alignment(void **state)
 
 	/* vm_start/4096 - pgoff must be a multiple of 512. */
 	v.offset = 0x1000;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_INELIGIBLE);
 	v.offset = MB2; /* start 4 MiB, file offset 2 MiB: aligned */
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 	v.offset = 3 * MB2; /* offset beyond start is fine too */
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 	/* A VMA starting off a block boundary but congruent with its offset. */
 	v.start = 2 * MB2 + 0x3000;
 	v.offset = 0x3000;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 
 	v = anon_vma();
 	v.kind = VMA_FILE;
 	v.offset = 0x26000; /* like libc's text segment */
-	assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_INELIGIBLE);
 
 	/* Anonymous memory has no file alignment to respect. */
 	v.kind = VMA_ANON;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 }
 
 static void test_verdict_cold(void **state)
@@ -146,36 +146,54 @@ static void test_verdict_cold(void **state)
 	struct vma v = anon_vma();
 	v.rss_kb = 1000;
 	v.referenced_kb = 499; /* 49% < 50% */
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_COLD);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_COLD);
 	v.referenced_kb = 500;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 
 	struct collapse_limits strict = limits;
 	strict.min_referenced_pct = 100;
 	v.referenced_kb = 999;
-	assert_int_equal(vma_verdict(&v, &strict, true, false), SCAN_COLD);
+	assert_int_equal(vma_verdict(&v, &strict, SCAN_CANDIDATE, false), SCAN_COLD);
 	struct collapse_limits any = limits;
 	any.min_referenced_pct = 0;
 	v.referenced_kb = 0;
-	assert_int_equal(vma_verdict(&v, &any, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &any, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 
 	/* Nothing resident: nothing to judge as cold. */
 	v.rss_kb = 0;
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_CANDIDATE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 
 	/* Ineligibility wins over coldness. */
 	v.rss_kb = 1000;
 	v.vmflags |= VMF(NH);
-	assert_int_equal(vma_verdict(&v, &limits, true, false), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_INELIGIBLE);
 }
 
 static void test_verdict_thp_disabled(void **state)
 {
 	(void)state;
 	struct vma v = anon_vma();
-	assert_int_equal(vma_verdict(&v, &limits, false, true), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_INELIGIBLE, true), SCAN_INELIGIBLE);
 	v.kind = VMA_SHMEM;
-	assert_int_equal(vma_verdict(&v, &limits, false, true), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_INELIGIBLE, true), SCAN_INELIGIBLE);
+}
+
+static void test_verdict_thp_policy(void **state)
+{
+	(void)state;
+	struct vma v = anon_vma();
+	/* The policy forbids it: a result of its own, not "ineligible"... */
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_THP_POLICY, true), SCAN_THP_POLICY);
+	/* ...but what the kernel cannot do still comes first... */
+	v.vmflags |= VMF(HT);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_THP_POLICY, true), SCAN_INELIGIBLE);
+	/* ...and the policy before coldness. */
+	v = anon_vma();
+	v.rss_kb = 1000;
+	v.referenced_kb = 0;
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_THP_POLICY, true), SCAN_THP_POLICY);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_COLD);
+	assert_string_equal(scan_result_name(SCAN_THP_POLICY), "thp_policy");
 }
 
 static void test_verdict_without_vmflags(void **state)
@@ -185,7 +203,7 @@ static void test_verdict_without_vmflags(void **state)
 	struct vma v = anon_vma();
 	v.has_vmflags = false;
 	v.vmflags = 0;
-	assert_int_equal(vma_verdict(&v, &limits, true, true), SCAN_INELIGIBLE);
+	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, true), SCAN_INELIGIBLE);
 }
 
 static void test_referenced_pct(void **state)
@@ -222,6 +240,7 @@ int main(void)
 	    cmocka_unit_test(test_verdict_pgoff_alignment),
 	    cmocka_unit_test(test_verdict_cold),
 	    cmocka_unit_test(test_verdict_thp_disabled),
+	    cmocka_unit_test(test_verdict_thp_policy),
 	    cmocka_unit_test(test_verdict_without_vmflags),
 	    cmocka_unit_test(test_referenced_pct),
 	};

@@ -1,0 +1,274 @@
+/* The THP policy khugepaged obeys, evaluated for one VMA. */
+#include "thp_policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "khugepaged.h"
+#include "procs.h"
+#include "vma_eligibility.h"
+
+static const char *const thp_names[] = {"never", "madvise", "always", "inherit"};
+static const char *const shmem_names[] = {"never", "advise", "within_size", "always", "deny", "force", "inherit"};
+
+const char *thp_mode_name(enum thp_mode m)
+{
+	return (unsigned)m < sizeof(thp_names) / sizeof(thp_names[0]) ? thp_names[m] : "?";
+}
+
+const char *shmem_mode_name(enum shmem_mode m)
+{
+	return (unsigned)m < sizeof(shmem_names) / sizeof(shmem_names[0]) ? shmem_names[m] : "?";
+}
+
+int parse_thp_mode(const char *word, bool per_size, enum thp_mode *out)
+{
+	for (unsigned i = 0; i < sizeof(thp_names) / sizeof(thp_names[0]); i++) {
+		if (strcmp(word, thp_names[i]))
+			continue;
+		if (i == THP_INHERIT && !per_size)
+			return -EINVAL;
+		*out = (enum thp_mode)i;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_shmem_mode(const char *word, bool per_size, enum shmem_mode *out)
+{
+	for (unsigned i = 0; i < sizeof(shmem_names) / sizeof(shmem_names[0]); i++) {
+		if (strcmp(word, shmem_names[i]))
+			continue;
+		/* deny and force exist only at the top; inherit only per size. */
+		if (i == SHMEM_INHERIT && !per_size)
+			return -EINVAL;
+		if ((i == SHMEM_DENY || i == SHMEM_FORCE) && per_size)
+			return -EINVAL;
+		*out = (enum shmem_mode)i;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The selected word of dir/file ("always [madvise] never" → "madvise"). */
+static int read_word(const char *dir, const char *file, char *out, size_t outlen)
+{
+	char path[512], buf[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return sysfs_selected(buf, out, outlen);
+}
+
+/* One knob, live and original. An absent per-size file is inherit. */
+static int read_knob(const char *dir, const struct khugepaged_saved *saved, const char *file, bool shmem, bool per_size,
+		     uint8_t *live, uint8_t *orig)
+{
+	char word[32];
+	const char *o;
+	int r = read_word(dir, file, word, sizeof(word));
+
+	if (r == -ENOENT && per_size) {
+		*live = shmem ? SHMEM_INHERIT : THP_INHERIT;
+		snprintf(word, sizeof(word), "inherit");
+	} else if (r < 0) {
+		return r;
+	} else {
+		enum thp_mode t = THP_NEVER;
+		enum shmem_mode s = SHMEM_NEVER;
+
+		r = shmem ? parse_shmem_mode(word, per_size, &s) : parse_thp_mode(word, per_size, &t);
+		if (r < 0)
+			return r;
+		*live = shmem ? (uint8_t)s : (uint8_t)t;
+	}
+	*orig = *live;
+	o = saved ? khugepaged_original(saved, file) : NULL;
+	if (o) {
+		enum thp_mode t = THP_NEVER;
+		enum shmem_mode s = SHMEM_NEVER;
+
+		/* A record we cannot parse is ignored: the live value stands. */
+		r = shmem ? parse_shmem_mode(o, per_size, &s) : parse_thp_mode(o, per_size, &t);
+		if (r == 0)
+			*orig = shmem ? (uint8_t)s : (uint8_t)t;
+	}
+	return 0;
+}
+
+int thp_state_read(const char *dir, const struct khugepaged_saved *saved, struct thp_state *out)
+{
+	struct thp_state st;
+	int r;
+
+	r = read_knob(dir, saved, "enabled", false, false, &st.live.enabled, &st.orig.enabled);
+	if (r == 0)
+		r = read_knob(dir, saved, "hugepages-2048kB/enabled", false, true, &st.live.pmd, &st.orig.pmd);
+	if (r == 0)
+		r = read_knob(dir, saved, "shmem_enabled", true, false, &st.live.shmem, &st.orig.shmem);
+	if (r == 0)
+		r = read_knob(dir, saved, "hugepages-2048kB/shmem_enabled", true, true, &st.live.pmd_shmem,
+			      &st.orig.pmd_shmem);
+	if (r == 0)
+		*out = st;
+	return r;
+}
+
+static bool mode_allows(unsigned m, bool hg)
+{
+	return m == THP_ALWAYS || (m == THP_MADVISE && hg);
+}
+
+static bool anon_allows(const struct thp_policy *p, bool hg)
+{
+	return mode_allows(p->pmd == THP_INHERIT ? p->enabled : p->pmd, hg);
+}
+
+static bool shmem_allows(const struct thp_policy *p, bool hg)
+{
+	bool global = p->shmem == SHMEM_ALWAYS || p->shmem == SHMEM_WITHIN_SIZE || (p->shmem == SHMEM_ADVISE && hg);
+
+	if (p->shmem == SHMEM_DENY)
+		return false;
+	/* force overrides everything but only reaches sizes set to inherit. */
+	if (p->shmem == SHMEM_FORCE)
+		return p->pmd_shmem == SHMEM_INHERIT;
+	switch (p->pmd_shmem) {
+	case SHMEM_ALWAYS:
+	case SHMEM_WITHIN_SIZE:
+		return true;
+	case SHMEM_ADVISE:
+		return hg;
+	case SHMEM_INHERIT:
+		return global;
+	default:
+		return false;
+	}
+}
+
+bool thp_policy_allows(const struct thp_policy *p, enum thp_scope scope, const struct vma *v, enum thp_prctl m)
+{
+	bool hg = (v->vmflags & VMF(HG)) != 0;
+
+	if (!v->has_vmflags || (v->vmflags & VMF(NH)) || m == THP_PRCTL_COMPLETELY)
+		return false;
+	if (v->kind == VMA_SHMEM && p->shmem == SHMEM_DENY)
+		return false;
+	if (!hg && m != THP_PRCTL_NONE) /* except-advised, or not known not to be */
+		return false;
+	switch (scope) {
+	case THP_SCOPE_MADVISE:
+		return hg;
+	case THP_SCOPE_ALWAYS:
+		return v->kind != VMA_SPECIAL;
+	case THP_SCOPE_KERNEL:
+		break;
+	}
+	switch (v->kind) {
+	case VMA_ANON:
+		return anon_allows(p, hg);
+	case VMA_SHMEM:
+		return shmem_allows(p, hg);
+	case VMA_FILE:
+		return mode_allows(p->enabled, hg);
+	default:
+		return false;
+	}
+}
+
+/* Does v contain a whole aligned 2 MiB block? THPeligible is 0 otherwise. */
+static bool has_whole_block(const struct vma *v)
+{
+	struct vma_blocks b;
+
+	vma_blocks(v, &b);
+	return b.whole > 0;
+}
+
+enum thp_prctl thp_prctl_infer(const struct thp_policy *live, bool status_thp_enabled, const struct vma *v, size_t n)
+{
+	enum thp_prctl m = THP_PRCTL_UNKNOWN;
+
+	if (!status_thp_enabled)
+		return THP_PRCTL_COMPLETELY;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].has_vmflags || !v[i].has_thpeligible || (v[i].vmflags & (VMF(HG) | VMF_INELIGIBLE_MASK)))
+			continue;
+		if (v[i].thp_eligible) {
+			m = THP_PRCTL_NONE;
+			continue;
+		}
+		/* Only plain anonymous memory: file and tmpfs VMAs can read 0
+		 * for reasons of their own (a writer, a mount option). */
+		if (v[i].kind == VMA_ANON && has_whole_block(&v[i]) && anon_allows(live, false))
+			return THP_PRCTL_EXCEPT_ADVISED; /* contrary evidence: the safe side wins */
+	}
+	return m;
+}
+
+/* The knobs of v's kind are still the original ones: THPeligible answers. */
+static bool original_in_force(const struct thp_state *st, const struct vma *v)
+{
+	if (v->kind == VMA_SHMEM)
+		return st->live.shmem == st->orig.shmem && st->live.pmd_shmem == st->orig.pmd_shmem;
+	return st->live.enabled == st->orig.enabled && st->live.pmd == st->orig.pmd;
+}
+
+enum scan_result thp_vma_check(const struct thp_state *st, enum thp_scope scope, const struct vma *v, enum thp_prctl m)
+{
+	bool allowed;
+
+	if (!v->has_vmflags || (v->vmflags & VMF(NH)) || m == THP_PRCTL_COMPLETELY ||
+	    (v->kind == VMA_SHMEM && st->live.shmem == SHMEM_DENY))
+		return SCAN_INELIGIBLE;
+	if (scope == THP_SCOPE_KERNEL && v->has_thpeligible && original_in_force(st, v))
+		allowed = v->thp_eligible;
+	else
+		allowed = thp_policy_allows(&st->orig, scope, v, m);
+	return allowed ? SCAN_CANDIDATE : SCAN_THP_POLICY;
+}
+
+/* "nothing", "MADV_HUGEPAGE memory only" or "all memory but MADV_NOHUGEPAGE"
+ * for one kind: what a plain and an hg VMA of a process that did not call
+ * prctl() get. */
+static int kind_reach(const struct thp_policy *p, enum thp_scope scope, enum vma_kind kind)
+{
+	struct vma v = {.kind = (uint8_t)kind, .has_vmflags = true};
+
+	if (thp_policy_allows(p, scope, &v, THP_PRCTL_NONE))
+		return 2;
+	v.vmflags = VMF(HG);
+	return thp_policy_allows(p, scope, &v, THP_PRCTL_NONE) ? 1 : 0;
+}
+
+bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, char *buf, size_t len)
+{
+	static const char *const reach[] = {"nothing", "MADV_HUGEPAGE memory only", "all memory but MADV_NOHUGEPAGE"};
+	const struct thp_policy *p = &st->orig;
+	int anon = kind_reach(p, scope, VMA_ANON), shmem = kind_reach(p, scope, VMA_SHMEM);
+	bool changed = memcmp(&st->live, &st->orig, sizeof(st->live)) != 0;
+	char pmd[48] = "", what[128];
+
+	if (p->pmd != THP_INHERIT)
+		snprintf(pmd, sizeof(pmd), ", hugepages-2048kB/enabled=%s", thp_mode_name((enum thp_mode)p->pmd));
+	/* shmem_enabled is in the line: "nothing" of shmem goes without saying. */
+	if (anon == shmem || shmem == 0)
+		snprintf(what, sizeof(what), "%s", reach[anon]);
+	else
+		snprintf(what, sizeof(what), "anonymous: %s; shmem: %s", reach[anon], reach[shmem]);
+	/* Memory without MADV_HUGEPAGE needs a process shown not to have set
+	 * PR_THP_DISABLE_EXCEPT_ADVISED, which only the live policy can show. */
+	bool provable = anon_allows(&st->live, false);
+	snprintf(buf, len, "THP enabled=%s%s, shmem_enabled=%s%s, scope=%s: collapsing %s%s",
+		 thp_mode_name((enum thp_mode)p->enabled), pmd, shmem_mode_name((enum shmem_mode)p->shmem),
+		 changed ? " (as before the daemon changed them)" : "", thp_scope_name(scope), what,
+		 (anon == 2 || shmem == 2) && !provable
+		     ? " (without MADV_HUGEPAGE only in processes whose THPeligible shows no prctl opt-out)"
+		     : "");
+	return anon > 0 || shmem > 0;
+}

@@ -1,0 +1,375 @@
+/* thp_policy: every cell of enabled (madvise/always/never) × a plain, an hg
+ * and an nh VMA × prctl none/completely/except-advised × scope, for
+ * anonymous memory, shmem (shmem_enabled advise/never/deny and more) and
+ * files; when THPeligible is trusted; how the prctl mode is inferred; the
+ * sysfs reader on a fake tree with recorded originals; the start-up line. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "khugepaged.h"
+#include "thp_policy.h"
+#include "vma_eligibility.h"
+
+#define BASE UINT64_C(0x7f0000000000)
+#define MB   (UINT64_C(1) << 20)
+
+static const enum thp_prctl prctls[3] = {THP_PRCTL_NONE, THP_PRCTL_COMPLETELY, THP_PRCTL_EXCEPT_ADVISED};
+static const uint64_t advice[3] = {0, VMF(HG), VMF(NH)}; /* plain, hg, nh */
+
+static struct vma mkvma(enum vma_kind kind, uint64_t flags)
+{
+	struct vma v = {.start = BASE, .end = BASE + 4 * MB, .kind = (uint8_t)kind, .has_vmflags = true};
+
+	v.vmflags = VMF(RD) | VMF(WR) | flags | (kind == VMA_SHMEM ? VMF(SH) : 0);
+	return v;
+}
+
+static struct thp_policy pol(enum thp_mode en, enum shmem_mode sh)
+{
+	struct thp_policy p = {
+	    .enabled = (uint8_t)en, .pmd = THP_INHERIT, .shmem = (uint8_t)sh, .pmd_shmem = SHMEM_INHERIT};
+	return p;
+}
+
+/* want: 9 characters, prctl none/completely/except-advised, each for a
+ * plain, an hg and an nh VMA; '1' = allowed. */
+static void check_cells(const struct thp_policy *p, enum thp_scope scope, enum vma_kind kind, const char *want,
+			const char *what)
+{
+	for (int m = 0; m < 3; m++) {
+		for (int a = 0; a < 3; a++) {
+			struct vma v = mkvma(kind, advice[a]);
+			bool got = thp_policy_allows(p, scope, &v, prctls[m]);
+
+			if (got != (want[m * 3 + a] == '1'))
+				fail_msg("%s scope=%s prctl=%d advice=%d: got %d", what, thp_scope_name(scope), m, a,
+					 got);
+			/* Not knowing the prctl mode is treated as except-advised. */
+			if (prctls[m] == THP_PRCTL_EXCEPT_ADVISED &&
+			    thp_policy_allows(p, scope, &v, THP_PRCTL_UNKNOWN) != got)
+				fail_msg("%s: unknown differs from except-advised", what);
+		}
+	}
+}
+
+static void test_anon_matrix(void **state)
+{
+	(void)state;
+	static const struct {
+		enum thp_mode en;
+		const char *kernel, *madvise, *always;
+	} rows[] = {
+	    {THP_MADVISE, "010000010", "010000010", "110000010"},
+	    {THP_ALWAYS, "110000010", "010000010", "110000010"},
+	    {THP_NEVER, "000000000", "010000010", "110000010"},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct thp_policy p = pol(rows[i].en, SHMEM_NEVER);
+
+		check_cells(&p, THP_SCOPE_KERNEL, VMA_ANON, rows[i].kernel, thp_mode_name(rows[i].en));
+		check_cells(&p, THP_SCOPE_MADVISE, VMA_ANON, rows[i].madvise, thp_mode_name(rows[i].en));
+		check_cells(&p, THP_SCOPE_ALWAYS, VMA_ANON, rows[i].always, thp_mode_name(rows[i].en));
+	}
+}
+
+static void test_anon_per_size(void **state)
+{
+	(void)state;
+	struct thp_policy p = pol(THP_NEVER, SHMEM_NEVER);
+
+	p.pmd = THP_ALWAYS; /* the per-size file wins over the top level */
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_ANON, "110000010", "pmd=always");
+	p.pmd = THP_MADVISE;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_ANON, "010000010", "pmd=madvise");
+	p = pol(THP_ALWAYS, SHMEM_NEVER);
+	p.pmd = THP_NEVER;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_ANON, "000000000", "pmd=never");
+	check_cells(&p, THP_SCOPE_MADVISE, VMA_ANON, "010000010", "pmd=never");
+}
+
+static void test_shmem_matrix(void **state)
+{
+	(void)state;
+	static const struct {
+		enum shmem_mode sh;
+		const char *kernel, *madvise, *always;
+	} rows[] = {
+	    {SHMEM_ADVISE, "010000010", "010000010", "110000010"},
+	    {SHMEM_NEVER, "000000000", "010000010", "110000010"},
+	    {SHMEM_DENY, "000000000", "000000000", "000000000"},
+	    {SHMEM_ALWAYS, "110000010", "010000010", "110000010"},
+	    {SHMEM_WITHIN_SIZE, "110000010", "010000010", "110000010"},
+	    {SHMEM_FORCE, "110000010", "010000010", "110000010"},
+	};
+	/* shmem ignores enabled: the same answers under each. */
+	static const enum thp_mode ens[] = {THP_MADVISE, THP_ALWAYS, THP_NEVER};
+	for (size_t e = 0; e < 3; e++) {
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			struct thp_policy p = pol(ens[e], rows[i].sh);
+
+			check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, rows[i].kernel, shmem_mode_name(rows[i].sh));
+			check_cells(&p, THP_SCOPE_MADVISE, VMA_SHMEM, rows[i].madvise, shmem_mode_name(rows[i].sh));
+			check_cells(&p, THP_SCOPE_ALWAYS, VMA_SHMEM, rows[i].always, shmem_mode_name(rows[i].sh));
+		}
+	}
+}
+
+static void test_shmem_per_size(void **state)
+{
+	(void)state;
+	struct thp_policy p = pol(THP_MADVISE, SHMEM_NEVER);
+
+	p.pmd_shmem = SHMEM_ALWAYS;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, "110000010", "pmd_shmem=always");
+	p.pmd_shmem = SHMEM_ADVISE;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, "010000010", "pmd_shmem=advise");
+	p = pol(THP_MADVISE, SHMEM_ALWAYS);
+	p.pmd_shmem = SHMEM_NEVER;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, "000000000", "pmd_shmem=never");
+	/* force reaches only sizes left at inherit. */
+	p = pol(THP_MADVISE, SHMEM_FORCE);
+	p.pmd_shmem = SHMEM_NEVER;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, "000000000", "force, pmd_shmem=never");
+}
+
+static void test_file_and_special(void **state)
+{
+	(void)state;
+	struct thp_policy p = pol(THP_MADVISE, SHMEM_NEVER);
+
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_FILE, "010000010", "file madvise");
+	p.enabled = THP_ALWAYS;
+	p.pmd = THP_NEVER; /* the anon per-size file does not govern files */
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_FILE, "110000010", "file always");
+	p.enabled = THP_NEVER;
+	check_cells(&p, THP_SCOPE_KERNEL, VMA_FILE, "000000000", "file never");
+	check_cells(&p, THP_SCOPE_MADVISE, VMA_FILE, "010000010", "file never, scope madvise");
+	check_cells(&p, THP_SCOPE_ALWAYS, VMA_SPECIAL, "000000000", "special");
+
+	struct vma v = mkvma(VMA_ANON, VMF(HG));
+	v.has_vmflags = false; /* cannot tell nh apart */
+	assert_false(thp_policy_allows(&p, THP_SCOPE_ALWAYS, &v, THP_PRCTL_NONE));
+}
+
+/* thp_vma_check: the kernel's THPeligible while the original policy is in
+ * force, our own evaluation of the original after the daemon changed it. */
+static void test_vma_check(void **state)
+{
+	(void)state;
+	struct thp_state st = {.live = pol(THP_MADVISE, SHMEM_NEVER), .orig = pol(THP_MADVISE, SHMEM_NEVER)};
+	struct vma plain = mkvma(VMA_ANON, 0), hg = mkvma(VMA_ANON, VMF(HG));
+
+	plain.has_thpeligible = hg.has_thpeligible = true;
+	hg.thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	/* THPeligible is the kernel's answer: it wins over our evaluation. */
+	plain.thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	hg.thp_eligible = false; /* e.g. prctl completely, or a policy we do not model */
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_NONE), SCAN_THP_POLICY);
+
+	/* khugepaged = off: enabled and the per-size file now never, THPeligible
+	 * 0 everywhere; the original madvise policy still applies. */
+	st.live.enabled = THP_NEVER;
+	st.live.pmd = THP_NEVER;
+	plain.thp_eligible = hg.thp_eligible = false;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_NONE), SCAN_THP_POLICY);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	st.orig.enabled = THP_ALWAYS;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_NONE), SCAN_CANDIDATE);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_EXCEPT_ADVISED), SCAN_THP_POLICY);
+
+	/* Shmem knobs are the daemon's never: its THPeligible still answers. */
+	struct vma shm = mkvma(VMA_SHMEM, 0);
+	shm.has_thpeligible = shm.thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &shm, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+
+	/* Scopes other than kernel do not use THPeligible. */
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_MADVISE, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_MADVISE, &plain, THP_PRCTL_NONE), SCAN_THP_POLICY);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &plain, THP_PRCTL_NONE), SCAN_CANDIDATE);
+
+	/* What the kernel refuses even to MADV_COLLAPSE is ineligible. */
+	struct vma nh = mkvma(VMA_ANON, VMF(NH));
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &nh, THP_PRCTL_NONE), SCAN_INELIGIBLE);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &hg, THP_PRCTL_COMPLETELY), SCAN_INELIGIBLE);
+	st.live.shmem = st.orig.shmem = SHMEM_DENY;
+	shm.thp_eligible = false;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &shm, THP_PRCTL_NONE), SCAN_INELIGIBLE);
+}
+
+static void test_prctl_infer(void **state)
+{
+	(void)state;
+	struct thp_policy madv = pol(THP_MADVISE, SHMEM_NEVER), always = pol(THP_ALWAYS, SHMEM_NEVER);
+	struct vma v[3] = {mkvma(VMA_ANON, VMF(HG)), mkvma(VMA_ANON, 0), mkvma(VMA_FILE, 0)};
+
+	for (int i = 0; i < 3; i++)
+		v[i].has_thpeligible = true;
+	v[0].thp_eligible = true; /* hg: says nothing about except-advised */
+	assert_int_equal(thp_prctl_infer(&madv, false, v, 3), THP_PRCTL_COMPLETELY);
+	/* enabled=madvise: a plain VMA reads 0 whatever the process did. */
+	assert_int_equal(thp_prctl_infer(&madv, true, v, 3), THP_PRCTL_UNKNOWN);
+	/* enabled=always: 0 on a plain anonymous VMA means except-advised... */
+	assert_int_equal(thp_prctl_infer(&always, true, v, 3), THP_PRCTL_EXCEPT_ADVISED);
+	/* ...unless it holds no whole 2 MiB block (0 for its size). */
+	v[1].end = v[1].start + MB;
+	assert_int_equal(thp_prctl_infer(&always, true, v, 3), THP_PRCTL_UNKNOWN);
+	/* A file VMA's 0 proves nothing (a writer, the mount). */
+	v[1] = mkvma(VMA_ANON, VMF(NH));
+	v[1].has_thpeligible = true;
+	assert_int_equal(thp_prctl_infer(&always, true, v, 3), THP_PRCTL_UNKNOWN);
+	/* A 1 on any non-hg VMA proves the flag is not set. */
+	v[2].thp_eligible = true;
+	assert_int_equal(thp_prctl_infer(&madv, true, v, 3), THP_PRCTL_NONE);
+	/* Contrary evidence: the safe answer wins. */
+	struct vma w[2] = {mkvma(VMA_FILE, 0), mkvma(VMA_ANON, 0)};
+	w[0].has_thpeligible = w[0].thp_eligible = true;
+	w[1].has_thpeligible = true;
+	assert_int_equal(thp_prctl_infer(&always, true, w, 2), THP_PRCTL_EXCEPT_ADVISED);
+	/* Without THPeligible (before 4.19) nothing is known. */
+	w[0].has_thpeligible = w[1].has_thpeligible = false;
+	assert_int_equal(thp_prctl_infer(&always, true, w, 2), THP_PRCTL_UNKNOWN);
+}
+
+static void test_parse_modes(void **state)
+{
+	(void)state;
+	enum thp_mode t;
+	enum shmem_mode s;
+
+	assert_int_equal(parse_thp_mode("madvise", false, &t), 0);
+	assert_int_equal(t, THP_MADVISE);
+	assert_int_equal(parse_thp_mode("inherit", false, &t), -EINVAL);
+	assert_int_equal(parse_thp_mode("inherit", true, &t), 0);
+	assert_int_equal(t, THP_INHERIT);
+	assert_int_equal(parse_thp_mode("", false, &t), -EINVAL);
+	assert_int_equal(parse_thp_mode("Always", false, &t), -EINVAL);
+	assert_int_equal(parse_shmem_mode("deny", false, &s), 0);
+	assert_int_equal(s, SHMEM_DENY);
+	assert_int_equal(parse_shmem_mode("deny", true, &s), -EINVAL);
+	assert_int_equal(parse_shmem_mode("force", true, &s), -EINVAL);
+	assert_int_equal(parse_shmem_mode("within_size", true, &s), 0);
+	assert_int_equal(parse_shmem_mode("inherit", false, &s), -EINVAL);
+	assert_string_equal(shmem_mode_name(SHMEM_WITHIN_SIZE), "within_size");
+	assert_string_equal(thp_mode_name((enum thp_mode)42), "?");
+}
+
+static char tmp[64];
+
+static void put(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_state_read(void **state)
+{
+	(void)state;
+	struct thp_state st;
+	struct khugepaged_saved saved = {.mode = KHUGEPAGED_OFF, .n = 2};
+	char path[256];
+
+	snprintf(tmp, sizeof(tmp), "/tmp/hc-thp-policy-XXXXXX");
+	assert_non_null(mkdtemp(tmp));
+	assert_int_equal(thp_state_read(tmp, NULL, &st), -ENOENT);
+	put("enabled", "always madvise [never]\n");
+	put("shmem_enabled", "always within_size advise never [deny] force\n");
+	/* No per-size files: inherit. */
+	assert_int_equal(thp_state_read(tmp, NULL, &st), 0);
+	assert_int_equal(st.live.enabled, THP_NEVER);
+	assert_int_equal(st.live.pmd, THP_INHERIT);
+	assert_int_equal(st.live.shmem, SHMEM_DENY);
+	assert_int_equal(st.live.pmd_shmem, SHMEM_INHERIT);
+	assert_memory_equal(&st.live, &st.orig, sizeof(st.live));
+
+	snprintf(path, sizeof(path), "%s/hugepages-2048kB", tmp);
+	assert_int_equal(mkdir(path, 0755), 0);
+	put("hugepages-2048kB/enabled", "always inherit madvise [never]\n");
+	put("hugepages-2048kB/shmem_enabled", "always [inherit] within_size advise never\n");
+	/* What the daemon recorded before khugepaged = off. */
+	snprintf(saved.saved[0].file, sizeof(saved.saved[0].file), "hugepages-2048kB/enabled");
+	snprintf(saved.saved[0].value, sizeof(saved.saved[0].value), "inherit");
+	snprintf(saved.saved[1].file, sizeof(saved.saved[1].file), "enabled");
+	snprintf(saved.saved[1].value, sizeof(saved.saved[1].value), "madvise");
+	assert_int_equal(thp_state_read(tmp, &saved, &st), 0);
+	assert_int_equal(st.live.pmd, THP_NEVER);
+	assert_int_equal(st.orig.pmd, THP_INHERIT);
+	assert_int_equal(st.orig.enabled, THP_MADVISE);
+	assert_int_equal(st.orig.shmem, SHMEM_DENY);
+
+	/* A bad file fails whole and leaves the state as it was. */
+	put("shmem_enabled", "[sometimes]\n");
+	struct thp_state before = st;
+	assert_int_equal(thp_state_read(tmp, &saved, &st), -EINVAL);
+	assert_memory_equal(&st, &before, sizeof(st));
+	put("shmem_enabled", "no brackets\n");
+	assert_int_equal(thp_state_read(tmp, &saved, &st), -EINVAL);
+
+	unlink(strcat(strcpy(path, tmp), "/hugepages-2048kB/enabled"));
+	unlink(strcat(strcpy(path, tmp), "/hugepages-2048kB/shmem_enabled"));
+	rmdir(strcat(strcpy(path, tmp), "/hugepages-2048kB"));
+	unlink(strcat(strcpy(path, tmp), "/enabled"));
+	unlink(strcat(strcpy(path, tmp), "/shmem_enabled"));
+	assert_int_equal(rmdir(tmp), 0);
+}
+
+static void test_describe(void **state)
+{
+	(void)state;
+	struct thp_state st = {.live = pol(THP_MADVISE, SHMEM_NEVER), .orig = pol(THP_MADVISE, SHMEM_NEVER)};
+	char line[512];
+
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_string_equal(
+	    line, "THP enabled=madvise, shmem_enabled=never, scope=kernel: collapsing MADV_HUGEPAGE memory only");
+	st.live.enabled = THP_NEVER;
+	st.orig.shmem = st.live.shmem = SHMEM_ADVISE;
+	st.orig.enabled = THP_ALWAYS;
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_string_equal(line, "THP enabled=always, shmem_enabled=advise (as before the daemon changed them), "
+				  "scope=kernel: collapsing anonymous: all memory but MADV_NOHUGEPAGE; shmem: "
+				  "MADV_HUGEPAGE memory only (without MADV_HUGEPAGE only in processes whose "
+				  "THPeligible shows no prctl opt-out)");
+	st.live = st.orig = pol(THP_NEVER, SHMEM_NEVER);
+	assert_false(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_non_null(strstr(line, "collapsing nothing"));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_MADVISE, line, sizeof(line)));
+	st.live.shmem = st.orig.shmem = SHMEM_DENY;
+	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
+	assert_non_null(
+	    strstr(line, "shmem_enabled=deny, scope=always: collapsing all memory but MADV_NOHUGEPAGE (without"));
+	st.live.enabled = THP_ALWAYS; /* THPeligible tells: no caveat */
+	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
+	assert_null(strstr(line, "without"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_anon_matrix),      cmocka_unit_test(test_anon_per_size),
+	    cmocka_unit_test(test_shmem_matrix),     cmocka_unit_test(test_shmem_per_size),
+	    cmocka_unit_test(test_file_and_special), cmocka_unit_test(test_vma_check),
+	    cmocka_unit_test(test_prctl_infer),      cmocka_unit_test(test_parse_modes),
+	    cmocka_unit_test(test_state_read),       cmocka_unit_test(test_describe),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

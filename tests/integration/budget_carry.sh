@@ -23,6 +23,8 @@ hc_cgroup_create slow || exit 1
 CONF=$HC_TMP/conf/hugecollapsed.conf
 hc_write_config "$CONF" "scan_interval_ms = 1000" ""
 hc_write_rule "$CONF" slow "budget_mb_per_s = 1"
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload idle 16 slow || exit 1
 hc_cgroup_add slow "${WL_PID[slow]}" || exit 1
 

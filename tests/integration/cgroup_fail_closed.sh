@@ -60,6 +60,8 @@ made=$(
 	echo "$i"
 )
 assert_eq "made $DEPTH levels of 200-byte names" "$made" "$DEPTH"
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload hot 16 deep || exit 1
 (
 	cd "$DEEP_BASE" || exit 1

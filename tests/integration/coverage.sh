@@ -80,7 +80,7 @@ CONF=$ETC/hugecollapsed.conf
 mkdir -m 0755 "$ETC" "$ETC/cgroup.d" "$RUN"
 printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\ncoverage_top_cgroups = 3\n[collapse]\nenable = no\n' \
 	"$PROM" >"$CONF"
-printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\ncoverage_target_pct = 90\n' "$CG" \
+printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\n# shmem_enabled=never: its advised shmem needs scope = madvise\nscope = madvise\ncoverage_target_pct = 90\n' "$CG" \
 	>"$ETC/cgroup.d/test.conf"
 chmod 0644 "$CONF" "$ETC/cgroup.d/test.conf"
 assert_cmd "the config with coverage keys is valid" "$HC_BIN" --check-config --config "$CONF"
@@ -90,6 +90,8 @@ if ! mkdir "$CG_ROOT/$CG"; then
 	hc_summary
 	exit 1
 fi
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 if ! start_workload hot 32 hot || ! start_workload shmem 16 shm; then
 	hc_not_ok "start the workloads"
 	hc_summary

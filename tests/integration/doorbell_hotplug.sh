@@ -43,6 +43,8 @@ echo 1 >"$CPU1"
 assert_eq "cpu1 is online again" "$(cat "$CPU1")" 1
 MY_CG=$(sed -n 's/^0:://p' /proc/$$/cgroup)
 hc_cgroup_add hotplug $$
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload hot 16 pinned
 rc=$?
 echo $$ >"$HC_CG_ROOT$MY_CG/cgroup.procs"

@@ -19,6 +19,8 @@ require_exec "$HC_BIN" "$HC_WORKLOAD"
 CONF=$HC_TMP/hugecollapsed.conf
 printf '[daemon]\nmetrics_file =\n[collapse]\nmax_ptes_none = 255\nmin_referenced_pct = 50\n' >"$CONF"
 chmod 0644 "$CONF"
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 for r in hot cold; do
 	if ! start_workload "$r" 64; then
 		hc_not_ok "start workload $r"

@@ -22,6 +22,8 @@ min_referenced_pct = 50
 EOF2
 chmod 0644 "$CONF"
 
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 for r in "${ROLES[@]}"; do
 	if ! start_workload "$r" 16; then
 		hc_not_ok "start workload $r"

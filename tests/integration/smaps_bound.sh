@@ -34,6 +34,8 @@ hc_log "daemon VmRSS at rest: $RSS0 kB"
 # Born in the cgroup, so that the daemon's first look at it is enabled.
 MY_CG=$(sed -n 's/^0:://p' /proc/$$/cgroup)
 hc_cgroup_add vmas $$
+# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+hc_khugepaged_quiet || exit 1
 start_workload manyvmas 250 many
 rc=$?
 echo $$ >"$HC_CG_ROOT$MY_CG/cgroup.procs"

@@ -43,6 +43,8 @@ printf '[cgroup]\npath = %s\nenable = yes\nbudget_mb_per_s = 1024\nmax_wait_s = 
 chmod 0644 "$CONF_DIR/hugecollapsed.conf" "$CONF_DIR/cgroup.d/unmap.conf"
 
 for i in 1 2 3; do
+	# Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
+	hc_khugepaged_quiet || exit 1
 	if ! start_workload churn 16 "churn$i" --hot-interval-ms 30 --advise-huge; then
 		hc_not_ok "start churn workload $i"
 		hc_summary

@@ -667,8 +667,9 @@ static void test_advised_after_faults_rescanned(void **state)
 	assert_int_equal(f->ps.procs_scanned, 0);
 	pass_at(f, 1.0);
 	assert_int_equal(f->ps.procs_scanned, 1);
+	/* No longer refused. khugepaged, at its defaults here, may have taken
+	 * some or all of the newly advised blocks first: PMD-mapped counts. */
 	assert_true(f->ps.results[SCAN_CANDIDATE] + f->ps.results[SCAN_PMD_MAPPED] >= NBLOCKS);
-	assert_true(f->ps.results[SCAN_CANDIDATE] >= 1);
 	/* Once: the recheck itself saw no change. */
 	pass_at(f, 3);
 	assert_int_equal(f->ps.procs_scanned, 0);

@@ -319,7 +319,8 @@ static int keep_top(struct coverage *c, unsigned top_n)
 	size_t keep = 0, others = 0;
 	struct cgroup_coverage rest = {0};
 
-	qsort(c->cg, c->ncg, sizeof(*c->cg), cmp_group);
+	if (c->ncg > 1) /* c->cg may be NULL when empty: qsort(NULL, 0, …) is undefined */
+		qsort(c->cg, c->ncg, sizeof(*c->cg), cmp_group);
 	for (size_t i = 0; i < c->ncg; i++) {
 		if (c->cg[i].policy || others++ < top_n) {
 			c->cg[keep++] = c->cg[i];

@@ -22,7 +22,8 @@ size_t merge_block_ranges(uint64_t *addrs, size_t n, struct block_range *out)
 {
 	size_t nr = 0;
 
-	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	if (n > 1) /* addrs may be NULL when empty */
+		qsort(addrs, n, sizeof(*addrs), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t end = addrs[i] > UINT64_MAX - HPAGE_SIZE ? UINT64_MAX : addrs[i] + HPAGE_SIZE;
 
@@ -90,7 +91,8 @@ static struct row *rows_of(const struct engine_view *v, size_t *nrows)
 	for (size_t i = 0; i < v->nprocs; i++)
 		if (rows[i].ncand)
 			rows[n++] = (struct row){i, rows[i].first, rows[i].ncand};
-	qsort(rows, n, sizeof(*rows), cmp_row);
+	if (n > 1)
+		qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
 	return rows;
 }

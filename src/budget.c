@@ -9,8 +9,7 @@
 
 #include "config.h"
 #include "grow.h"
-
-#define MIB (1024.0 * 1024.0)
+#include "units.h"
 
 bool pid_filter_match(const struct pid_filter *f, pid_t pid)
 {

@@ -18,6 +18,8 @@
  * block, the first, so the attribution to a block is exact. */
 #include "collapse.h"
 
+#include "units.h"
+
 #include <errno.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,8 +30,6 @@
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
 #endif
-
-#define BLOCK_SIZE ((size_t)2 << 20)
 
 /* The kernel restarts interrupted iovecs itself; EINTR only reaches us on a
  * fatal signal, so a few retries are plenty and keep a broken fn from
@@ -142,7 +142,7 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 
 		for (size_t k = 0; k < vlen; k++) {
 			iov[k].iov_base = (void *)(uintptr_t)addrs[i + k];
-			iov[k].iov_len = BLOCK_SIZE;
+			iov[k].iov_len = (size_t)HPAGE_SIZE;
 		}
 
 		ssize_t r = submit(io->madvise, pidfd, iov, vlen);
@@ -162,8 +162,8 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 		 * iovec, nor more than asked. Trusting any of those could loop
 		 * forever or claim collapses that did not happen: give up on this
 		 * batch (outcome unknown) and on the rest (not tried). */
-		size_t done = (size_t)r / BLOCK_SIZE;
-		if (r == 0 || (size_t)r % BLOCK_SIZE != 0 || done > vlen) {
+		size_t done = (size_t)r / (size_t)HPAGE_SIZE;
+		if (r == 0 || (size_t)r % (size_t)HPAGE_SIZE != 0 || done > vlen) {
 			for (size_t k = 0; k < vlen; k++)
 				out[i + k] = COLLAPSE_OTHER;
 			return collapsed;

@@ -9,8 +9,8 @@
 #include "report_table.h"
 #include "scan_result.h"
 #include "utf8.h"
+#include "units.h"
 
-#define MIB               (1024.0 * 1024.0)
 #define REPORT_MAX_RANGES 8 /* per process in the table; --json has them all */
 
 static const char *tier_name(unsigned t)

@@ -8,8 +8,7 @@
 
 #include "coverage.h"
 #include "scan_result.h"
-
-#define MIB (1024.0 * 1024.0)
+#include "units.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -3,6 +3,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "units.h"
+
 enum scan_result {
 	SCAN_CANDIDATE,         /* worth collapsing */
 	SCAN_PMD_MAPPED,        /* already a PMD-mapped THP */
@@ -19,9 +21,6 @@ enum scan_result {
 
 /* "candidate", "pmd_mapped", … : stable names used in output and metrics. */
 const char *scan_result_name(enum scan_result r);
-
-#define HPAGE_SIZE  (UINT64_C(2) << 20)
-#define HPAGE_PAGES 512u
 
 /* Per-block limits, like khugepaged's max_ptes_* but with safer defaults. */
 struct collapse_limits {

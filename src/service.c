@@ -20,8 +20,7 @@
 #include "metrics.h"
 #include "privilege.h"
 #include "thp_policy.h"
-
-#define MIB (1024.0 * 1024.0)
+#include "units.h"
 
 struct service {
 	const char *config_path;

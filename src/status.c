@@ -13,8 +13,8 @@
 #include "config.h"
 #include "metrics.h"
 #include "report.h"
+#include "units.h"
 
-#define MIB             (1024.0 * 1024.0)
 #define STATUS_MAX_FILE (16u << 20) /* far above what 1000 cgroups take */
 
 static bool name_char(char c, bool first)

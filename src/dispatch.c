@@ -201,6 +201,5 @@ size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t n
 		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
 			dropped++;
 	}
-	ps->stale_dropped += dropped;
 	return dropped;
 }

@@ -45,8 +45,8 @@ struct pass_stats {
 	unsigned procs_cgroup_unknown; /* cgroup unreadable: not collapsed */
 	unsigned procs_active;         /* active within idle_after_s */
 	uint64_t smaps_reads, pagemap_ops;
-	uint64_t stale_dropped; /* remembered blocks a rescan before collapse
-				 * no longer found candidates (cold, freed...) */
+	uint64_t stale_dropped; /* remembered blocks a rescan no longer found
+				 * candidates (cold, freed, unmapped...) */
 	bool backing_off;       /* no collapse this pass: after ENOMEM */
 	bool idle;              /* skipped: no fault anywhere, nothing pending */
 	bool missing_privilege; /* EPERM/EACCES from the kernel */

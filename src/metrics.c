@@ -165,10 +165,9 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
 		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", collapse_outcome_name(o),
 			(unsigned long long)t->outcomes[o]);
-	scalar_u64(
-	    f, "hugecollapsed_stale_candidates_total", "counter",
-	    "Remembered ranges dropped by the rescan before collapse: no longer candidates (cold, lazy-free, emptied).",
-	    t->stale_dropped);
+	scalar_u64(f, "hugecollapsed_stale_candidates_total", "counter",
+		   "Remembered ranges a rescan no longer found candidates (cold, lazy-free, emptied, unmapped, huge).",
+		   t->stale_dropped);
 	scalar_u64(f, "hugecollapsed_processes_scanned_total", "counter",
 		   "Processes whose smaps and pagemap were read.", t->procs_scanned);
 	scalar_u64(f, "hugecollapsed_processes_unchanged_total", "counter",

@@ -102,6 +102,19 @@ static void keep_old_from(struct engine *e, struct proc_state *s, uint64_t addr)
 			s->blocks[s->nblocks++] = e->old_blocks[i];
 }
 
+/* Candidates of the last scan that this one no longer found: gone cold,
+ * lazy-freed, emptied, unmapped or made huge by someone else while they
+ * waited for budget. Both lists are sorted by address. */
+static uint64_t count_forgotten(struct block_memo *old, size_t nold, struct block_memo *now, size_t nnow)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < nold; i++)
+		if (!memo_find(now, nnow, old[i].addr))
+			n++;
+	return n;
+}
+
 /* A process that opts in with MADV_HUGEPAGE right after faulting its memory
  * in is looked at again this long after the scan that saw the faults. */
 #define POLICY_RECHECK_S 0.5 /* the next pass at the default 1 s interval, whatever its jitter */
@@ -209,6 +222,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	range_scanner_detach(&e->scanner);
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		ps->results[i] += s->results[i] - before[i];
+	if (r >= 0 || r == -ETIMEDOUT)
+		ps->stale_dropped += count_forgotten(e->old_blocks, e->nold_blocks, s->blocks, s->nblocks);
 	return r;
 }
 

@@ -120,7 +120,40 @@ int khugepaged_init(struct khugepaged_saved *s, const char *state_file)
 	if (state_file && strlen(state_file) >= sizeof(s->state_file))
 		return -ENAMETOOLONG;
 	snprintf(s->state_file, sizeof(s->state_file), "%s", state_file ? state_file : "");
+	s->lock_fd = -1;
 	return 0;
+}
+
+/* One process owns a state file's record at a time. A second daemon with
+ * the same file, or a --restore while the daemon runs, would otherwise put
+ * the knobs back under a daemon that still relies on them, and the next
+ * exit would "restore" the other's values. Returns 0, or -EBUSY/-errno
+ * with err saying why. */
+static int own_record(struct khugepaged_saved *s, char *err, size_t errlen)
+{
+	pid_t holder;
+	int fd;
+
+	if (!s->state_file[0] || s->lock_fd >= 0)
+		return 0;
+	fd = khugepaged_state_lock(s->state_file, &holder);
+	if (fd == -EBUSY && holder > 0)
+		snprintf(err, errlen, "%s is in use by another hugecollapsed (pid %d)", s->state_file, (int)holder);
+	else if (fd == -EBUSY)
+		snprintf(err, errlen, "%s is in use by another hugecollapsed", s->state_file);
+	else if (fd < 0)
+		snprintf(err, errlen, "cannot lock the state file %s: %s", s->state_file, strerror(-fd));
+	if (fd < 0)
+		return fd;
+	s->lock_fd = fd;
+	return 0;
+}
+
+static void disown_record(struct khugepaged_saved *s)
+{
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	s->lock_fd = -1;
 }
 
 static int write_knob(const struct khugepaged_saved *s, const char *file, const char *value)
@@ -316,6 +349,12 @@ int khugepaged_apply(enum khugepaged_mode mode, struct khugepaged_saved *s, char
 	size_t kept;
 	int r;
 
+	/* Keep mode with nothing recorded changes nothing: no lock needed. */
+	if (mode != KHUGEPAGED_KEEP || s->n > 0 || access(s->state_file, F_OK) == 0) {
+		r = own_record(s, err, errlen);
+		if (r < 0)
+			return r;
+	}
 	if (s->n == 0)
 		dirty = adopt(s);
 	r = reconcile(s, mode, &dirty);
@@ -339,6 +378,8 @@ int khugepaged_apply(enum khugepaged_mode mode, struct khugepaged_saved *s, char
 		r = write_planned(s, kept, err, errlen);
 	if (r < 0)
 		khugepaged_restore(s);
+	else if (s->n == 0 && !s->on_disk)
+		disown_record(s); /* keep mode, all put back: nothing left to own */
 	return r;
 }
 
@@ -357,9 +398,12 @@ int khugepaged_restore(struct khugepaged_saved *s)
 	if (first < 0) {
 		if (s->on_disk)
 			log_err("khugepaged: keeping %s for `hugecollapsed --restore`", s->state_file);
+		disown_record(s);
 		return first;
 	}
-	return remove_record(s);
+	r = remove_record(s);
+	disown_record(s);
+	return r;
 }
 
 int khugepaged_restore_from_file(const char *state_file)
@@ -370,27 +414,36 @@ int khugepaged_restore_from_file(const char *state_file)
 	int r;
 
 	r = khugepaged_init(&s, state_file);
-	if (r == 0)
-		r = khugepaged_state_load(s.state_file, &s, msg, sizeof(msg));
-	else
+	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", strerror(-r));
+	else if (access(s.state_file, F_OK) < 0)
+		r = -ENOENT; /* nothing to restore, and no lock file made for it */
+	else if ((r = own_record(&s, msg, sizeof(msg))) == 0)
+		r = khugepaged_state_load(s.state_file, &s, msg, sizeof(msg));
+	if (r == -EBUSY) {
+		log_err("khugepaged: not restoring: %s; it restores the knobs itself when it stops", msg);
+		return r;
+	}
 	if (r == -ENOENT) {
 		log_info("khugepaged: nothing to restore (no %s)", state_file);
+		disown_record(&s);
 		return 0;
 	}
 	if (r < 0) {
 		log_err("khugepaged: cannot restore from %s: %s", state_file, msg);
+		disown_record(&s);
 		return r;
 	}
 	s.on_disk = true;
 	log_info("khugepaged: restoring what khugepaged = %s changed, from %s", khugepaged_mode_name(s.mode),
 		 state_file);
 	r = reconcile(&s, KHUGEPAGED_KEEP, &changed);
-	if (r < 0) {
+	if (r < 0)
 		log_err("khugepaged: keeping %s for another try", state_file);
-		return r;
-	}
-	return remove_record(&s);
+	else
+		r = remove_record(&s);
+	disown_record(&s);
+	return r;
 }
 
 void khugepaged_log_state(enum khugepaged_mode mode)

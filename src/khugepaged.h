@@ -48,6 +48,7 @@ struct khugepaged_saved {
 	 * Set with khugepaged_init(). */
 	char state_file[PATH_MAX];
 	bool on_disk; /* state_file exists: written or adopted, not removed yet */
+	int lock_fd;  /* holds state_file's lock while the record is ours; -1 */
 	/* Test seam: writes value to the knob file (relative to the sysfs
 	 * directory); returns 0 or -errno. NULL = the real write. */
 	int (*write_knob)(const char *file, const char *value, void *arg);

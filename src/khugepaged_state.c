@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -232,6 +234,20 @@ static int fsync_dir_of(const char *path)
 	return r;
 }
 
+static int make_parent_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	/* Outside systemd there is no RuntimeDirectory= to make it. */
+	if (slash && slash != path) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
 /* Opens path's temporary file fresh: O_EXCL|O_NOFOLLOW, so nothing planted
  * there (a symlink, a file someone else holds open) is written through. A
  * temporary left by a daemon that died mid-write is removed first. */
@@ -242,18 +258,51 @@ static int open_temp(const char *path, const char *tmp)
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT) {
-		char dir[PATH_MAX];
-		const char *slash = strrchr(path, '/');
+		int r = make_parent_dir(path);
 
-		/* Outside systemd there is no RuntimeDirectory= to make it. */
-		if (slash && slash != path) {
-			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-			if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-				return -errno;
-		}
+		if (r < 0)
+			return r;
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	}
 	return fd < 0 ? -errno : fd;
+}
+
+int khugepaged_state_lock(const char *path, pid_t *holder)
+{
+	char lock[PATH_MAX], buf[24];
+	bool written;
+	int fd, r;
+	ssize_t n;
+
+	*holder = 0;
+	if ((size_t)snprintf(lock, sizeof(lock), "%s.lock", path) >= sizeof(lock))
+		return -ENAMETOOLONG;
+	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		r = make_parent_dir(path);
+		if (r < 0)
+			return r;
+		fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0)
+		return -errno;
+	/* The kernel drops the lock when its holder dies, however it dies:
+	 * nothing to clean up after a crash. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			*holder = (pid_t)strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return r;
+	}
+	/* The holder's pid, for the message of whoever finds it locked. */
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	written = ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) == n;
+	(void)written; /* if not, only that message lacks our pid */
+	return fd;
 }
 
 int khugepaged_state_save(const char *path, const struct khugepaged_saved *s)

@@ -22,6 +22,7 @@
  * with '#' are comments; anything else makes the whole file invalid. */
 #pragma once
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "khugepaged.h"
 
@@ -45,6 +46,13 @@ int khugepaged_state_load(const char *path, struct khugepaged_saved *s, char *er
 /* Writes s's record to path atomically, mode 0600, creating path's
  * directory (0700) if it is missing. Returns 0 or -errno. */
 int khugepaged_state_save(const char *path, const struct khugepaged_saved *s);
+
+/* Takes the lock that makes one process the owner of path's record: an
+ * exclusive flock on "path.lock" (created 0600, with path's directory if
+ * missing), with our pid written in it. Returns the fd that holds the lock
+ * (closing it, or dying, releases it); -EBUSY with *holder set to the
+ * holder's pid (0 if unknown) if another process holds it; or -errno. */
+int khugepaged_state_lock(const char *path, pid_t *holder);
 
 /* Removes path (a missing file is fine). Returns 0 or -errno. */
 int khugepaged_state_remove(const char *path);

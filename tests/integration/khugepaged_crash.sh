@@ -13,6 +13,8 @@
 #  - a reload (SIGHUP) from off to idle moves the record along, and a crash
 #    after it is undone by --restore;
 #  - a knob an administrator changed while no daemon ran keeps their value;
+#  - while a daemon runs, --restore and a second daemon with the same
+#    state_file are refused and change nothing;
 #  - the shipped unit runs --restore as ExecStopPost=.
 # The daemons collapse nothing (enable = no everywhere, no cgroup rule). The
 # EXIT trap writes back any knob still changed. Needs root.
@@ -96,6 +98,18 @@ for mode in off idle; do
 	assert_cmd "$mode: state_file records mode=$mode" grep -qx "mode=$mode" "$STATE"
 	record=$(cat "$STATE")
 	hc_log "$mode: state_file: $(grep -v '^#' "$STATE" | tr '\n' ' ')"
+
+	# One owner per state_file: neither --restore nor a second daemon may
+	# put the knobs back under the running one.
+	out=$("$HC_BIN" --restore --config "$CONF" 2>&1)
+	assert_eq "$mode: --restore while the daemon runs exits 1" "$?" 1
+	assert_cmd "$mode: ... naming the daemon that owns state_file" \
+		grep -q "in use by another hugecollapsed (pid $HC_DAEMON_PID)" <<<"$out"
+	out=$(timeout "$(hc_scaled 20)" env -u NOTIFY_SOCKET "$HC_BIN" --config "$CONF" 2>&1)
+	assert_eq "$mode: a second daemon with the same state_file exits 1" "$?" 1
+	assert_cmd "$mode: ... naming the first" grep -q "in use by another hugecollapsed (pid $HC_DAEMON_PID)" <<<"$out"
+	changed_as $mode "$mode, after both were refused"
+	assert_eq "$mode: state_file unchanged by them" "$(cat "$STATE")" "$record"
 
 	kill_daemon KILL
 	changed_as $mode "$mode, after SIGKILL (nothing restored, as in a crash)"

@@ -362,6 +362,13 @@ static void daemon_init(struct khugepaged_saved *s)
 	assert_int_equal(khugepaged_init(s, tpath(STATE)), 0);
 }
 
+/* SIGKILL: no restore, and the kernel drops the dead daemon's lock. */
+static void sigkill(struct khugepaged_saved *s)
+{
+	close(s->lock_fd);
+	s->lock_fd = -1;
+}
+
 /* A knob as the kernel shows it: the [selected] word, or the text. */
 static const char *knob(const char *name)
 {
@@ -475,7 +482,7 @@ static void test_restart_adopts_record(void **state)
 	for (int m = KHUGEPAGED_IDLE; m <= KHUGEPAGED_OFF; m++) {
 		daemon_init(&dead);
 		assert_int_equal(khugepaged_apply((enum khugepaged_mode)m, &dead, err, sizeof(err)), 0);
-		/* SIGKILL: no restore. */
+		sigkill(&dead);
 		daemon_init(&s);
 		assert_int_equal(khugepaged_apply((enum khugepaged_mode)m, &s, err, sizeof(err)), 0);
 		assert_int_equal(s.n, 2);
@@ -488,6 +495,7 @@ static void test_restart_adopts_record(void **state)
 		}
 		assert_int_equal(load_state()->n, 2);
 		/* Killed again, then stopped cleanly by a third. */
+		sigkill(&s);
 		daemon_init(&s);
 		assert_int_equal(khugepaged_apply((enum khugepaged_mode)m, &s, err, sizeof(err)), 0);
 		assert_int_equal(khugepaged_restore(&s), 0);
@@ -509,6 +517,7 @@ static void test_restart_in_another_mode(void **state)
 	(void)state;
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &dead, err, sizeof(err)), 0);
+	sigkill(&dead);
 	daemon_init(&s);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &s, err, sizeof(err)), 0);
 	assert_starts(ENABLED, "madvise");
@@ -524,6 +533,7 @@ static void test_restart_in_another_mode(void **state)
 	assert_string_equal(khugepaged_original(r, PAGES), "4096");
 
 	/* Killed in idle, started in keep. */
+	sigkill(&s);
 	daemon_init(&s);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_KEEP, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.n, 0);
@@ -543,6 +553,7 @@ static void test_restart_after_admin_change(void **state)
 	(void)state;
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &dead, err, sizeof(err)), 0);
+	sigkill(&dead);
 	put(ENABLED, "[always] madvise never\n");
 	daemon_init(&s);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &s, err, sizeof(err)), 0);
@@ -557,6 +568,7 @@ static void test_restart_after_admin_change(void **state)
 	put(ENABLED, "always [madvise] never\n");
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &dead, err, sizeof(err)), 0);
+	sigkill(&dead);
 	put(ENABLED, "[always] madvise never\n");
 	daemon_init(&s);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &s, err, sizeof(err)), 0);
@@ -618,6 +630,7 @@ static void test_restore_from_file(void **state)
 	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0); /* no file */
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &dead, err, sizeof(err)), 0);
+	sigkill(&dead);
 	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0);
 	assert_starts(ENABLED, "madvise");
 	assert_starts(PMD, "inherit");
@@ -625,6 +638,7 @@ static void test_restore_from_file(void **state)
 	/* A restore that cannot write keeps the file for another try. */
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &dead, err, sizeof(err)), 0);
+	sigkill(&dead);
 	assert_int_equal(unlink(tpath(SLEEP)), 0);
 	assert_int_equal(mkdir(tpath(SLEEP), 0755), 0);
 	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), -EISDIR);
@@ -635,6 +649,34 @@ static void test_restore_from_file(void **state)
 	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0);
 	assert_starts(SLEEP, "10000");
 	assert_false(exists(STATE));
+}
+
+/* One owner per state file: a second daemon with the same file, or a
+ * --restore while the first runs, changes nothing and says who owns it. */
+static void test_one_owner(void **state)
+{
+	static struct khugepaged_saved first, second;
+	char pid[32];
+
+	(void)state;
+	snprintf(pid, sizeof(pid), "pid %d", (int)getpid());
+	daemon_init(&first);
+	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &first, err, sizeof(err)), 0);
+	daemon_init(&second);
+	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &second, err, sizeof(err)), -EBUSY);
+	if (!strstr(err, "in use") || !strstr(err, pid))
+		fail_msg("err does not say who owns it: %s", err);
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), -EBUSY);
+	assert_starts(ENABLED, "never");
+	assert_starts(SLEEP, "10000");
+	assert_int_equal(load_state()->mode, KHUGEPAGED_OFF);
+	/* The owner's clean exit frees it. */
+	assert_int_equal(khugepaged_restore(&first), 0);
+	assert_starts(ENABLED, "madvise");
+	daemon_init(&second);
+	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &second, err, sizeof(err)), 0);
+	assert_int_equal(khugepaged_restore(&second), 0);
+	assert_starts(SLEEP, "10000");
 }
 
 /* ---- hostile state files ---- */
@@ -864,6 +906,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_restore_leaves_foreign_value, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reload_switches_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restore_from_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
 	    cmocka_unit_test(test_parse_state),
 	    cmocka_unit_test(test_parse_state_hostile),
 	    cmocka_unit_test_setup_teardown(test_load_state_hostile, setup, teardown),

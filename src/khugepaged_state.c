@@ -298,9 +298,10 @@ int khugepaged_state_lock(const char *path, pid_t *holder)
 		close(fd);
 		return r;
 	}
-	/* The holder's pid, for the message of whoever finds it locked. */
-	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	written = ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) == n;
+	/* The holder's pid, for the message of whoever finds it locked; padded
+	 * to a fixed width, so it overwrites any earlier one whole. */
+	n = snprintf(buf, sizeof(buf), "%-11d\n", (int)getpid());
+	written = pwrite(fd, buf, (size_t)n, 0) == n;
 	(void)written; /* if not, only that message lacks our pid */
 	return fd;
 }

@@ -4,8 +4,9 @@
 # renames, unlinks or truncates only:
 #  - metrics_file and its temporary file beside it (metrics_file.tmp.PID);
 #  - the khugepaged sysfs knobs, and only with khugepaged = idle;
-#  - state_file and its temporary file (state_file.tmp), and only with
-#    khugepaged = idle, which records the original values there first;
+#  - state_file, its temporary file (state_file.tmp) and its lock
+#    (state_file.lock), and only with khugepaged = idle, which records the
+#    original values there first;
 #  - /proc/PID/clear_refs, and only with access_sampling = yes;
 # and `--once` writes nothing at all. Failed attempts count too.
 # The daemon is confined to this test's cgroup (enable = no elsewhere), so
@@ -109,9 +110,10 @@ allowed()
 	[[ $line =~ ^unlink\ $m\.tmp\.[0-9]+$ ]] && return 0
 	[[ $mode == idle && $line =~ ^open\ $THP/khugepaged/(scan_sleep_millisecs|pages_to_scan)$ ]] && return 0
 	# idle records the original values first: state_file, through its
-	# temporary file, removed at exit.
+	# temporary file, removed at exit; and state_file.lock says who owns it.
 	local st=${STATE//./\\.}
 	[[ $mode == idle && $line =~ ^(open|unlink)\ $st(\.tmp)?$ ]] && return 0
+	[[ $mode == idle && $line =~ ^open\ $st\.lock$ ]] && return 0
 	[[ $mode == idle && $line =~ ^rename\ $st\.tmp\ -\>\ $st$ ]] && return 0
 	[[ $mode == sampling && $line =~ ^open\ /proc/[0-9]+/clear_refs$ ]] && return 0
 	return 1

@@ -31,22 +31,9 @@ ulimit -c 0 # the SIGABRT case must not leave a core file
 SLEEP=khugepaged/scan_sleep_millisecs
 PAGES=khugepaged/pages_to_scan
 PMD=hugepages-2048kB/enabled
-KNOBS=(enabled "$PMD" "$PAGES" "$SLEEP")
-if [[ ! -e $HC_THP/$PMD ]]; then
-	PMD=
-	KNOBS=(enabled "$PAGES" "$SLEEP")
-fi
+[[ -e $HC_THP/$PMD ]] || PMD=
 
-knobs()
-{
-	local k out=
-	for k in "${KNOBS[@]}"; do
-		out+="$k=$(thp_knob "$k") "
-	done
-	echo "${out% }"
-}
-
-BEFORE=$(knobs)
+BEFORE=$(thp_knobs)
 hc_log "before: $BEFORE"
 
 # conf MODE: a config that changes khugepaged only; prints its path.
@@ -126,7 +113,7 @@ for mode in off idle; do
 
 	hc_daemon_stop
 	assert_eq "$mode: second daemon exits 0 on SIGTERM" "$?" 0
-	assert_eq "$mode: every knob back at its value from before the first start" "$(knobs)" "$BEFORE"
+	assert_eq "$mode: every knob back at its value from before the first start" "$(thp_knobs)" "$BEFORE"
 	assert_cmd "$mode: state_file removed" test ! -e "$STATE"
 	hc_thp_restore
 done
@@ -145,7 +132,7 @@ for sig in KILL ABRT; do
 	changed_as $mode "$mode, after SIG$sig"
 	out=$("$HC_BIN" --restore --config "$CONF" 2>&1)
 	assert_eq "--restore after SIG$sig exits 0" "$?" 0
-	assert_eq "--restore after SIG$sig: every knob back" "$(knobs)" "$BEFORE"
+	assert_eq "--restore after SIG$sig: every knob back" "$(thp_knobs)" "$BEFORE"
 	assert_cmd "--restore after SIG$sig: state_file removed" test ! -e "$STATE"
 	grep -q 'restored' <<<"$out" || hc_log "--restore said: $out"
 	out=$("$HC_BIN" --restore --config "$CONF" 2>&1)
@@ -170,7 +157,7 @@ if hc_daemon_start "$OFF_CONF"; then
 		assert_cmd "off -> idle: state_file now records idle" grep -qx "mode=idle" "$STATE"
 		kill_daemon KILL
 		if hc_daemon_start "$KEEP_CONF"; then
-			assert_eq "idle -> keep: every knob back at once" "$(knobs)" "$BEFORE"
+			assert_eq "idle -> keep: every knob back at once" "$(thp_knobs)" "$BEFORE"
 			assert_cmd "idle -> keep: state_file removed" test ! -e "$STATE"
 			hc_daemon_stop
 			assert_eq "idle -> keep: exits 0" "$?" 0
@@ -183,7 +170,7 @@ if hc_daemon_start "$OFF_CONF"; then
 else
 	hc_not_ok "off daemon starts"
 fi
-assert_eq "after the mode changes: every knob back" "$(knobs)" "$BEFORE"
+assert_eq "after the mode changes: every knob back" "$(thp_knobs)" "$BEFORE"
 hc_thp_restore
 
 ### A reload from off to idle (SIGHUP), then a crash: the record follows the
@@ -209,7 +196,7 @@ if hc_daemon_start "$RELOAD_CONF"; then
 	kill_daemon KILL
 	"$HC_BIN" --restore --config "$RELOAD_CONF" >/dev/null 2>&1
 	assert_eq "reload, SIGKILL, --restore: exits 0" "$?" 0
-	assert_eq "reload, SIGKILL, --restore: every knob back" "$(knobs)" "$BEFORE"
+	assert_eq "reload, SIGKILL, --restore: every knob back" "$(thp_knobs)" "$BEFORE"
 else
 	hc_not_ok "reload: daemon starts"
 fi
@@ -243,5 +230,5 @@ assert_cmd "the unit runs --restore as ExecStopPost=" \
 assert_cmd "the unit keeps its runtime directory across restarts" \
 	grep -qx 'RuntimeDirectoryPreserve=restart' "$HC_SRC/systemd/hugecollapsed.service"
 
-assert_eq "all knobs as they were at the start" "$(knobs)" "$BEFORE"
+assert_eq "all knobs as they were at the start" "$(thp_knobs)" "$BEFORE"
 hc_summary

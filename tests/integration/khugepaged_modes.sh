@@ -28,21 +28,7 @@ hc_daemon_prepare
 SLEEP=khugepaged/scan_sleep_millisecs
 PAGES=khugepaged/pages_to_scan
 PMD=hugepages-2048kB/enabled
-KNOBS=(enabled "$PMD" "$PAGES" "$SLEEP")
-if [[ ! -e $HC_THP/$PMD ]]; then
-	PMD=
-	KNOBS=(enabled "$PAGES" "$SLEEP")
-fi
-
-# "enabled=madvise …": the knobs as one comparable string.
-knobs()
-{
-	local k out=
-	for k in "${KNOBS[@]}"; do
-		out+="$k=$(thp_knob "$k") "
-	done
-	echo "${out% }"
-}
+[[ -e $HC_THP/$PMD ]] || PMD=
 
 khugepaged_threads()
 {
@@ -60,9 +46,9 @@ wait_threads()
 	return 1
 }
 
-BEFORE=$(knobs)
+BEFORE=$(thp_knobs)
 declare -A KNOB0=()
-for k in "${KNOBS[@]}"; do
+for k in "${HC_THP_KNOBS[@]}"; do
 	KNOB0[$k]=$(thp_knob "$k")
 done
 hc_log "before: $BEFORE"
@@ -83,7 +69,7 @@ khugepaged = $mode" "max_ptes_none = 255"
 		hc_not_ok "$mode: daemon starts"
 		continue
 	fi
-	during=$(knobs)
+	during=$(thp_knobs)
 	hc_log "$mode: during: $during"
 	case $mode in
 	keep)
@@ -111,7 +97,7 @@ khugepaged = $mode" "max_ptes_none = 255"
 	esac
 	hc_daemon_stop
 	assert_eq "$mode: daemon exits 0 on SIGTERM" "$?" 0
-	assert_eq "$mode: every knob restored exactly after SIGTERM" "$(knobs)" "$BEFORE"
+	assert_eq "$mode: every knob restored exactly after SIGTERM" "$(thp_knobs)" "$BEFORE"
 	if [[ $mode == off ]]; then
 		wait_threads "$THREADS0"
 		assert_eq "off: khugepaged thread count back after exit" "$(khugepaged_threads)" "$THREADS0"
@@ -136,12 +122,12 @@ for mode in idle off; do
 		if grep -q 'khugepaged: set' "$log" && grep -q 'cannot start' "$log"; then
 			after_apply=$((after_apply + 1))
 			assert_eq "$mode, nofile $n: start-up failure exits 1" "$rc" 1
-			assert_eq "$mode, nofile $n: knobs restored after a start-up failure" "$(knobs)" "$BEFORE"
+			assert_eq "$mode, nofile $n: knobs restored after a start-up failure" "$(thp_knobs)" "$BEFORE"
 			if grep -q 'cannot restore' "$log"; then
 				hc_log "$(grep 'cannot restore' "$log")"
 			fi
 		else
-			assert_eq "$mode, nofile $n (rc $rc): knobs restored" "$(knobs)" "$BEFORE"
+			assert_eq "$mode, nofile $n (rc $rc): knobs restored" "$(thp_knobs)" "$BEFORE"
 		fi
 		hc_thp_restore # so one failure does not cascade into the next case
 	done
@@ -179,11 +165,11 @@ for mode in idle off; do
 	want=$first_before
 	if [[ $want == *[* ]]; then want=${want#*[}; want=${want%%]*}; fi
 	assert_eq "fake $mode: $first holds its old value again" "$got" "$want"
-	assert_eq "fake $mode: real sysfs untouched" "$(knobs)" "$BEFORE"
+	assert_eq "fake $mode: real sysfs untouched" "$(thp_knobs)" "$BEFORE"
 	if ((rc != 1)); then
 		sed 's/^/#   /' "$log"
 	fi
 done
 
-assert_eq "all knobs as they were at the start" "$(knobs)" "$BEFORE"
+assert_eq "all knobs as they were at the start" "$(thp_knobs)" "$BEFORE"
 hc_summary

@@ -37,6 +37,17 @@ thp_knob()
 	echo "$v"
 }
 
+# "enabled=madvise …": the knobs the khugepaged modes write (HC_THP_KNOBS
+# that exist here) as one comparable string.
+thp_knobs()
+{
+	local k out=
+	for k in "${HC_THP_KNOBS[@]}"; do
+		[[ -e $HC_THP/$k ]] && out+="$k=$(thp_knob "$k") "
+	done
+	echo "${out% }"
+}
+
 hc_thp_save()
 {
 	local k

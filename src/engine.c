@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "grow.h"
 #include "log.h"
+#include "memcg_gate.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)
@@ -88,6 +89,7 @@ void engine_free(struct engine *e)
 	proc_table_free(&e->sample);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
+	memcg_gate_free(e);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -123,9 +125,13 @@ static struct pid_filter pass_filter(const struct engine *e, const struct pass_o
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	struct pid_filter f = pass_filter(e, o);
+	int r = budget_candidates(&e->cands, &e->ncands, &e->capcands, e->st, e->nst, &f, now,
+				  ps ? &ps->procs_active : NULL);
 
-	return budget_candidates(&e->cands, &e->ncands, &e->capcands, e->st, e->nst, &f, now,
-				 ps ? &ps->procs_active : NULL);
+	/* Before the budget: what does not fit in its cgroup spends nothing. */
+	if (r == 0)
+		r = memcg_gate_hold_back(e, ps);
+	return r < 0 ? r : 0;
 }
 
 static size_t select_within_budget(struct engine *e, const struct pass_options *o)

@@ -64,6 +64,8 @@ struct pass_options {
 };
 
 /* Bytes collapsed per cgroup, for metrics. */
+struct memcg_gate;
+
 struct cgroup_bytes {
 	char *cgroup;
 	uint64_t bytes;
@@ -114,6 +116,7 @@ struct engine {
 	struct pass_stats last;                               /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
+	struct memcg_gate *memcg;      /* memcg_gate.h: room per cgroup, per pass */
 	double (*now)(void);           /* monotonic seconds; injectable */
 };
 

@@ -150,7 +150,7 @@ static double value_of(const char *text, const char *series)
 int metrics_print_status(FILE *out, const char *path)
 {
 	static const char *const results[] = {"candidate",     "pmd_mapped", "no_pte_table", "exceed_none_pte",
-					      "page_lazyfree", "cold",       "ineligible",   "collapsed",
+					      "page_lazyfree", "cold",       "ineligible",   "memcg_limit", "collapsed",
 					      "eagain",        "enomem",     "einval"};
 	char buf[65536], series[128];
 	double passes, bytes = 0;

@@ -13,6 +13,7 @@ const char *scan_result_name(enum scan_result r)
 	    [SCAN_PAGE_LAZYFREE] = "page_lazyfree",
 	    [SCAN_COLD] = "cold",
 	    [SCAN_INELIGIBLE] = "ineligible",
+	    [SCAN_MEMCG_LIMIT] = "memcg_limit",
 	};
 	return (unsigned)r < SCAN_NR_RESULTS ? names[r] : "unknown";
 }

@@ -13,6 +13,7 @@ enum scan_result {
 	SCAN_PAGE_LAZYFREE,     /* holds a MADV_FREE page */
 	SCAN_COLD,              /* VMA Referenced/Rss < min_referenced_pct */
 	SCAN_INELIGIBLE,        /* VMA, process or kernel says no */
+	SCAN_MEMCG_LIMIT,       /* would not fit below its memory cgroup's limits now: waits */
 	SCAN_NR_RESULTS,
 };
 

@@ -125,6 +125,9 @@ static void assert_default_policy(const struct policy *p)
 	assert_true(p->file_backed);
 	assert_false(p->access_sampling);
 	assert_int_equal(p->access_sample_s, 30);
+	assert_int_equal(p->memcg_headroom_mb, 2);
+	assert_int_equal(p->blocks_per_call, 1023);
+	assert_int_equal(p->pause_ms, 0);
 }
 
 static void assert_default_daemon(const struct config *c)
@@ -222,6 +225,9 @@ static void test_every_key_parsed(void **state)
 	assert_false(d->file_backed);
 	assert_true(d->access_sampling);
 	assert_int_equal(d->access_sample_s, 7);
+	assert_int_equal(d->memcg_headroom_mb, 0);
+	assert_int_equal(d->blocks_per_call, 1);
+	assert_int_equal(d->pause_ms, 10000);
 
 	/* Two rules (README and *.conf.example ignored), sorted by path. */
 	assert_int_equal(c.nrules, 2);
@@ -247,6 +253,9 @@ static void test_every_key_parsed(void **state)
 	assert_false(web->file_backed);
 	assert_true(web->access_sampling);
 	assert_int_equal(web->access_sample_s, 7);
+	assert_int_equal(web->memcg_headroom_mb, 0);
+	assert_int_equal(web->blocks_per_call, 1);
+	assert_int_equal(web->pause_ms, 10000);
 
 	batch = config_policy_for(&c, "/batch.slice/job-1.scope");
 	assert_ptr_equal(batch, &c.rules[0].policy);
@@ -263,6 +272,9 @@ static void test_every_key_parsed(void **state)
 	assert_true(batch->file_backed);
 	assert_false(batch->access_sampling);
 	assert_int_equal(batch->access_sample_s, 86400);
+	assert_int_equal(batch->memcg_headroom_mb, 65536);
+	assert_int_equal(batch->blocks_per_call, 1023);
+	assert_int_equal(batch->pause_ms, 0);
 	config_free(&c);
 }
 
@@ -341,6 +353,12 @@ static void test_main_value_errors(void **state)
 	expect_main_error("[collapse]\nweight =\n", 2, "key 'weight': empty value (expected a number in 1..10000)");
 	expect_main_error("[collapse]\nidle_after_s = 0\n", 2, "key 'idle_after_s': 0 is out of range 1..86400");
 	expect_main_error("[collapse]\neagain_retries = 101\n", 2, "key 'eagain_retries': 101 is out of range 0..100");
+	expect_main_error("[collapse]\nmemcg_headroom_mb = 65537\n", 2,
+			  "key 'memcg_headroom_mb': 65537 is out of range 0..65536");
+	expect_main_error("[collapse]\nblocks_per_call = 0\n", 2, "key 'blocks_per_call': 0 is out of range 1..1023");
+	expect_main_error("[collapse]\nblocks_per_call = 1024\n", 2,
+			  "key 'blocks_per_call': 1024 is out of range 1..1023");
+	expect_main_error("[collapse]\npause_ms = 10001\n", 2, "key 'pause_ms': 10001 is out of range 0..10000");
 	expect_main_error("[collapse]\nbudget_mb_per_s = 100001\n", 2,
 			  "key 'budget_mb_per_s': 100001 is out of range 1..100000");
 	expect_main_error("[collapse]\nenable = maybe\n", 2,

@@ -139,6 +139,7 @@ static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
 	if (!c->path)
 		return NO_LIMIT;
 	c->err = memcg_room(&g->roots, path, &c->room);
+	c->left = c->room;
 	if (c->err < 0)
 		log_proc(LOG_WARNING, s->pid, path, "memcg_limit",
 			 "cgroup %s: cannot read its memory limits (%s): not collapsing there this pass", path,

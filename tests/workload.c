@@ -41,10 +41,12 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN };
+/* partial: hot, 3 of every 4 pages filled as 4 KiB pages, then
+ * MADV_HUGEPAGE (eligible under enabled=madvise whatever the scope). */
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, PARTIAL };
 
-static const char *const role_names[] = {"hot",   "cold",   "lazyfree", "sparse", "huge",
-					 "shmem", "nohuge", "thpoff",   "idle",   "churn"};
+static const char *const role_names[] = {"hot",    "cold",   "lazyfree", "sparse", "huge",   "shmem",
+					 "nohuge", "thpoff", "idle",     "churn",  "partial"};
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
@@ -145,6 +147,8 @@ static void fill_page(char *buf, size_t page)
 
 static bool page_touched(enum role r, size_t page)
 {
+	if (r == PARTIAL)
+		return page % 4 != 3;
 	return r != SPARSE || page % SPARSE_STRIDE == 0;
 }
 
@@ -271,7 +275,7 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn "
+	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|partial "
 			"--mb N [--hot-interval-ms MS]\n");
 	exit(2);
 }
@@ -350,6 +354,8 @@ int main(int argc, char **argv)
 		die("madvise(MADV_NOHUGEPAGE)");
 	fill(r, buf, len);
 	check_small_pages(r, buf, len);
+	if (r == PARTIAL && madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
 	if (r == COLD && madvise(buf, len, MADV_COLD))
 		die("madvise(MADV_COLD)");
 	if (r == LAZYFREE && madvise(buf, len, MADV_FREE))

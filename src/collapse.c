@@ -9,7 +9,9 @@
 #include "collapse.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef __NR_process_madvise
@@ -88,24 +90,71 @@ static ssize_t submit(process_madvise_fn fn, int pidfd, const struct iovec *iov,
 	return r;
 }
 
+static void sleep_ms_real(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Before every call but the first: the pause, then whether there is still
+ * time for another call. */
+static bool pace_next(const struct collapse_pacing *p)
+{
+	if (p->pause_ms)
+		(p->sleep_ms ? p->sleep_ms : sleep_ms_real)(p->pause_ms);
+	return !(p->deadline > 0 && p->now && p->now() >= p->deadline);
+}
+
+/* One call, timed. */
+static ssize_t paced_submit(process_madvise_fn fn, int pidfd, const struct iovec *iov, size_t vlen,
+			    const struct collapse_pacing *p)
+{
+	double t0 = 0;
+	ssize_t r;
+	int err;
+
+	if (p->now)
+		t0 = p->now();
+	r = submit(fn, pidfd, iov, vlen);
+	err = errno;
+	if (p->now && p->on_call)
+		p->on_call(p->ctx, p->now() - t0, vlen);
+	errno = err;
+	return r;
+}
+
 size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out)
 {
+	return collapse_blocks_paced(pidfd, addrs, n, fn, out, NULL);
+}
+
+size_t collapse_blocks_paced(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out,
+			     const struct collapse_pacing *p)
+{
+	static const struct collapse_pacing unpaced = {0};
 	struct iovec iov[COLLAPSE_MAX_IOV];
-	size_t collapsed = 0;
+	size_t collapsed = 0, cap;
 	size_t i = 0;
 
+	if (!p)
+		p = &unpaced;
+	cap = p->per_call && p->per_call < COLLAPSE_MAX_IOV ? p->per_call : COLLAPSE_MAX_IOV;
 	for (size_t k = 0; k < n; k++)
 		out[k] = COLLAPSE_NOT_TRIED;
 
 	while (i < n) {
-		size_t vlen = n - i < COLLAPSE_MAX_IOV ? n - i : COLLAPSE_MAX_IOV;
+		size_t vlen = n - i < cap ? n - i : cap;
 
+		if (i > 0 && !pace_next(p))
+			return collapsed;
 		for (size_t k = 0; k < vlen; k++) {
 			iov[k].iov_base = (void *)(uintptr_t)addrs[i + k];
 			iov[k].iov_len = BLOCK_SIZE;
 		}
 
-		ssize_t r = submit(fn, pidfd, iov, vlen);
+		ssize_t r = paced_submit(fn, pidfd, iov, vlen, p);
 		if (r < 0) {
 			/* Nothing completed: block i failed with errno. */
 			int err = errno ? errno : EIO;

@@ -47,5 +47,25 @@ ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
  * Returns the number of blocks collapsed. */
 size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out);
 
+/* How collapse_blocks_paced() spreads a process's blocks over calls. The
+ * kernel holds the target's mmap lock for a whole call, so the target's
+ * own faults and mmaps can stall for up to one call's time: fewer blocks
+ * per call and a pause between calls bound that stall. */
+struct collapse_pacing {
+	unsigned per_call; /* blocks per call, 1..COLLAPSE_MAX_IOV; 0: COLLAPSE_MAX_IOV */
+	unsigned pause_ms; /* between two calls; 0: none */
+	double deadline;   /* no call starts at or after it (now()); 0: none */
+	double (*now)(void);             /* monotonic seconds; NULL: calls not timed */
+	void (*sleep_ms)(unsigned ms);   /* NULL: nanosleep() */
+	/* Each call's wall time and how many blocks it was given. */
+	void (*on_call)(void *ctx, double seconds, size_t nblocks);
+	void *ctx;
+};
+
+/* collapse_blocks() with pacing (NULL: all in as few calls as possible,
+ * untimed). Blocks not reached by the deadline stay COLLAPSE_NOT_TRIED. */
+size_t collapse_blocks_paced(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out,
+			     const struct collapse_pacing *p);
+
 /* pidfd_open(2); -1 with errno on failure. */
 int pidfd_open_pid(pid_t pid);

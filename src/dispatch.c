@@ -61,6 +61,15 @@ static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t byte
 	n[e->ncg_bytes++].bytes = bytes;
 }
 
+/* A call's time, shared by its blocks: what one block cost the target. */
+static void observe_call(void *ctx, double seconds, size_t nblocks)
+{
+	struct engine *e = ctx;
+
+	if (nblocks)
+		histogram_observe(&e->block_hist, seconds / (double)nblocks, nblocks);
+}
+
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
 static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *cr, size_t n, struct pass_stats *ps,
 			     bool collect_retry, double now)
@@ -74,7 +83,14 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		s->nblocks = 0;
 		return;
 	}
-	ok = collapse_blocks(pidfd, cr->addrs, n, e->madvise_fn, cr->out);
+	/* The policy bounds how long one call may hold the target's mmap lock. */
+	struct collapse_pacing pace = {.per_call = s->policy ? s->policy->blocks_per_call : 0,
+				       .pause_ms = s->policy ? s->policy->pause_ms : 0,
+				       .deadline = cr->deadline,
+				       .now = e->now,
+				       .on_call = observe_call,
+				       .ctx = e};
+	ok = collapse_blocks_paced(pidfd, cr->addrs, n, e->madvise_fn, cr->out, &pace);
 	close(pidfd);
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */

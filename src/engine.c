@@ -43,6 +43,8 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
 	e->proc_root = proc_root();
+	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
+	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
 	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
@@ -207,6 +209,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	if (o->allow_idle && pass_can_idle(e, t0)) {
 		ps->idle = true;
 		ps->scan_s = e->now() - t0;
+		histogram_observe(&e->pass_hist, ps->scan_s, 1);
 		e->total.scan_s += ps->scan_s;
 		e->passes++;
 		e->passes_idle++;
@@ -264,6 +267,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	e->total.collapsed_bytes += ps->collapsed_bytes;
 	e->total.scan_s += ps->scan_s;
 	e->total.collapse_s += ps->collapse_s;
+	histogram_observe(&e->pass_hist, ps->scan_s + ps->collapse_s, 1);
 	e->total.procs_scanned += ps->procs_scanned;
 	e->total.procs_unchanged += ps->procs_unchanged;
 	e->total.smaps_reads += ps->smaps_reads;

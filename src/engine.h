@@ -24,6 +24,7 @@
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
+#include "histogram.h"
 #include "mapped_memory.h"
 #include "plan.h"
 #include "proc_table.h"
@@ -117,6 +118,8 @@ struct engine {
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	struct memcg_gate *memcg;      /* memcg_gate.h: room per cgroup, per pass */
+	struct histogram block_hist;   /* seconds per block: each call's time over its blocks */
+	struct histogram pass_hist;    /* seconds per pass */
 	double (*now)(void);           /* monotonic seconds; injectable */
 };
 

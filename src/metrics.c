@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collapse.h"
+#include "histogram.h"
 #include "scan_result.h"
 
 /* Label values escape backslash, double quote and newline. */
@@ -41,6 +42,18 @@ static void scalar_seconds(FILE *f, const char *name, const char *type, const ch
 {
 	header(f, name, type, help);
 	fprintf(f, "%s %.6f\n", name, v);
+}
+
+/* The two histograms (histogram.c): what a target and the host feel. */
+static void metrics_format_latency(FILE *f, const struct engine *e)
+{
+	histogram_format(f, "hugecollapsed_block_collapse_seconds",
+			 "Time to collapse one 2 MiB block (each process_madvise call's time divided over its blocks). "
+			 "The kernel holds the target's mmap lock for the whole call, so the target's page faults and "
+			 "mmap/munmap can stall for up to one call's time: blocks_per_call times this.",
+			 &e->block_hist);
+	histogram_format(f, "hugecollapsed_pass_seconds",
+			 "Duration of a pass (sampling, scanning and collapsing), idle passes included.", &e->pass_hist);
 }
 
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
@@ -84,6 +97,7 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
 	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
 		   e->last.backing_off);
+	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);
 	scalar_u64(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.",
 		   (unsigned long long)now.tv_sec);

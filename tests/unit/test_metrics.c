@@ -47,6 +47,10 @@ static void fill_engine(struct engine *e)
 	e->total.outcomes[COLLAPSE_OK] = 5;
 	e->total.outcomes[COLLAPSE_EAGAIN] = 2;
 	e->last.procs_active = 3;
+	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
+	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
+	histogram_observe(&e->block_hist, 0.0003, 16);
+	histogram_observe(&e->pass_hist, 0.02, 1);
 }
 
 /* metrics_format() into a NUL-terminated string the caller frees. */
@@ -173,6 +177,28 @@ static void test_every_result_and_outcome(void **state)
 	free(t);
 }
 
+/* A histogram's _bucket, _sum and _count samples belong to the family
+ * declared without the suffix. */
+static void histogram_family(const char *t, const char *l, char *name, size_t *n)
+{
+	static const char *const sfx[] = {"_bucket", "_sum", "_count"};
+	char key[160];
+
+	for (size_t i = 0; i < 3; i++) {
+		size_t sl = strlen(sfx[i]);
+
+		if (*n <= sl || strcmp(name + *n - sl, sfx[i]))
+			continue;
+		/* strtok_r() has turned the line ends into NULs. */
+		snprintf(key, sizeof(key), "# TYPE %.*s histogram", (int)(*n - sl), name);
+		if (memmem(t, (size_t)(l - t), key, strlen(key) + 1)) {
+			*n -= sl;
+			name[*n] = 0;
+		}
+		return;
+	}
+}
+
 /* Each sample's family has "# HELP" and "# TYPE" once, before it; counters
  * end in _total. */
 static void test_families(void **state)
@@ -191,6 +217,7 @@ static void test_families(void **state)
 		assert_true(n > 0 && n < sizeof(name));
 		memcpy(name, l, n);
 		name[n] = 0;
+		histogram_family(t, l, name, &n);
 		samples++;
 		/* The TYPE line is earlier in the (already split) buffer. */
 		snprintf(key, sizeof(key), "# TYPE %s ", name);

@@ -52,11 +52,11 @@ size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvi
  * own faults and mmaps can stall for up to one call's time: fewer blocks
  * per call and a pause between calls bound that stall. */
 struct collapse_pacing {
-	unsigned per_call; /* blocks per call, 1..COLLAPSE_MAX_IOV; 0: COLLAPSE_MAX_IOV */
-	unsigned pause_ms; /* between two calls; 0: none */
-	double deadline;   /* no call starts at or after it (now()); 0: none */
-	double (*now)(void);             /* monotonic seconds; NULL: calls not timed */
-	void (*sleep_ms)(unsigned ms);   /* NULL: nanosleep() */
+	unsigned per_call;             /* blocks per call, 1..COLLAPSE_MAX_IOV; 0: COLLAPSE_MAX_IOV */
+	unsigned pause_ms;             /* between two calls; 0: none */
+	double deadline;               /* no call starts at or after it (now()); 0: none */
+	double (*now)(void);           /* monotonic seconds; NULL: calls not timed */
+	void (*sleep_ms)(unsigned ms); /* NULL: nanosleep() */
 	/* Each call's wall time and how many blocks it was given. */
 	void (*on_call)(void *ctx, double seconds, size_t nblocks);
 	void *ctx;

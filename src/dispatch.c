@@ -83,9 +83,10 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		s->nblocks = 0;
 		return;
 	}
-	/* The policy bounds how long one call may hold the target's mmap lock. */
-	struct collapse_pacing pace = {.per_call = s->policy ? s->policy->blocks_per_call : 0,
-				       .pause_ms = s->policy ? s->policy->pause_ms : 0,
+	/* The policy bounds how long one call may hold the target's mmap lock
+	 * (a process with candidates always has one: budget_candidates()). */
+	struct collapse_pacing pace = {.per_call = s->policy->blocks_per_call,
+				       .pause_ms = s->policy->pause_ms,
 				       .deadline = cr->deadline,
 				       .now = e->now,
 				       .on_call = observe_call,

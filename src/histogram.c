@@ -9,8 +9,7 @@ const double histogram_block_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
 					 0.01,   0.025,   0.05,   0.1,   0.25,   1};
 const size_t histogram_block_nbounds = sizeof(histogram_block_bounds) / sizeof(histogram_block_bounds[0]);
 /* A pass: microseconds when idle, up to the pass's time limit. */
-const double histogram_pass_bounds[] = {0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-					0.25,   0.5,   1,     2.5,  5,     10,   30};
+const double histogram_pass_bounds[] = {0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 const size_t histogram_pass_nbounds = sizeof(histogram_pass_bounds) / sizeof(histogram_pass_bounds[0]);
 
 void histogram_init(struct histogram *h, const double *le, size_t nle)

@@ -64,8 +64,8 @@ static int unescape_field(const char *s, size_t n, char *out, size_t outlen)
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 
-		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-		    s[i + 3] >= '0' && s[i + 3] <= '7') {
+		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+		    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
 			c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
 			i += 3;
 		}
@@ -189,7 +189,7 @@ static ssize_t read_file(const char *dir, const char *name, char *buf, size_t si
 
 int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
 {
-	char *buf = malloc(MOUNTINFO_FILE), ctl[SMALL_FILE];
+	char *buf = calloc(1, MOUNTINFO_FILE), ctl[SMALL_FILE] = {0};
 	ssize_t n;
 	int r;
 
@@ -235,7 +235,7 @@ int memcg_dir(const struct memcg_roots *r, const char *cgpath, char *dir, size_t
 /* One file holding a limit or a usage. -ENOENT passes through. */
 static int read_value(const char *dir, const char *name, uint64_t *v)
 {
-	char buf[SMALL_FILE];
+	char buf[SMALL_FILE] = {0}; /* defined even where read() is not modelled */
 	ssize_t n = read_file(dir, name, buf, sizeof(buf));
 
 	return n < 0 ? (int)n : parse_memcg_value_buf(buf, (size_t)n, v);
@@ -264,7 +264,7 @@ static int limit_at(const char *dir, const char *limit_name, const char *usage_n
  * see) against its own usage. */
 static int v1_hierarchical(const char *dir, uint64_t *room)
 {
-	char buf[STAT_FILE];
+	char buf[STAT_FILE] = {0};
 	ssize_t n = read_file(dir, "memory.stat", buf, sizeof(buf));
 	static const char *const keys[2][2] = {
 	    {"hierarchical_memory_limit", "memory.usage_in_bytes"},

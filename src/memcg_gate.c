@@ -12,10 +12,10 @@
 #include "grow.h"
 #include "log.h"
 
-#define CGROUP_FILE   32768 /* /proc/PID/cgroup: long on v1 hosts */
-#define NO_LIMIT      (-1)  /* no memory cgroup applies: never held back */
-#define UNKNOWN       (-2)  /* not looked up yet in this pass */
-#define MOUNTINFO     "/proc/self/mountinfo"
+#define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */
+#define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */
+#define UNKNOWN     (-2)  /* not looked up yet in this pass */
+#define MOUNTINFO   "/proc/self/mountinfo"
 
 struct cg_room {
 	char *path;
@@ -164,7 +164,8 @@ static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *p
 			continue;
 		ps->results[SCAN_MEMCG_LIMIT] += now;
 		if (s->last_scan >= e->sample_time)
-			ps->results[SCAN_CANDIDATE] -= now < ps->results[SCAN_CANDIDATE] ? now : ps->results[SCAN_CANDIDATE];
+			ps->results[SCAN_CANDIDATE] -=
+			    now < ps->results[SCAN_CANDIDATE] ? now : ps->results[SCAN_CANDIDATE];
 	}
 }
 
@@ -218,9 +219,9 @@ int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps)
 			g->cg_of[c.proc] = cg_lookup(e, g, c.proc);
 		k = g->cg_of[c.proc];
 		if (k == NO_LIMIT ||
-		    (!g->cg[k].err && memcg_take(&g->cg[k].left,
-						 memcg_headroom_bytes(pol ? pol->memcg_headroom_mb : 0, g->ncpus),
-						 c.present)))
+		    (!g->cg[k].err &&
+		     memcg_take(&g->cg[k].left, memcg_headroom_bytes(pol ? pol->memcg_headroom_mb : 0, g->ncpus),
+				c.present)))
 			e->cands[n++] = c;
 		else
 			g->held[c.proc]++;

@@ -53,7 +53,8 @@ static void metrics_format_latency(FILE *f, const struct engine *e)
 			 "mmap/munmap can stall for up to one call's time: blocks_per_call times this.",
 			 &e->block_hist);
 	histogram_format(f, "hugecollapsed_pass_seconds",
-			 "Duration of a pass (sampling, scanning and collapsing), idle passes included.", &e->pass_hist);
+			 "Duration of a pass (sampling, scanning and collapsing), idle passes included.",
+			 &e->pass_hist);
 }
 
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
@@ -164,8 +165,8 @@ static double value_of(const char *text, const char *series)
 int metrics_print_status(FILE *out, const char *path)
 {
 	static const char *const results[] = {"candidate",     "pmd_mapped", "no_pte_table", "exceed_none_pte",
-					      "page_lazyfree", "cold",       "ineligible",   "memcg_limit", "collapsed",
-					      "eagain",        "enomem",     "einval"};
+					      "page_lazyfree", "cold",       "ineligible",   "memcg_limit",
+					      "collapsed",     "eagain",     "enomem",       "einval"};
 	char buf[65536], series[128];
 	double passes, bytes = 0;
 	struct stat st;

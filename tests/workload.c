@@ -275,8 +275,9 @@ static void sleep_ms(unsigned ms)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|partial "
-			"--mb N [--hot-interval-ms MS]\n");
+	fprintf(stderr,
+		"usage: hc_workload --role hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|partial "
+		"--mb N [--hot-interval-ms MS]\n");
 	exit(2);
 }
 

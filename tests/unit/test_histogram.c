@@ -35,9 +35,9 @@ static void test_observe(void **state)
 	histogram_init(&h, le, 3);
 	histogram_observe(&h, 0.001, 1); /* on a bound: in that bucket (le is <=) */
 	histogram_observe(&h, 0.005, 16);
-	histogram_observe(&h, 5, 1);     /* above every bound */
-	histogram_observe(&h, 0.5, 0);   /* nothing */
-	histogram_observe(&h, NAN, 1);   /* a broken clock counts as 0 */
+	histogram_observe(&h, 5, 1);   /* above every bound */
+	histogram_observe(&h, 0.5, 0); /* nothing */
+	histogram_observe(&h, NAN, 1); /* a broken clock counts as 0 */
 	histogram_observe(&h, -1, 1);
 	assert_int_equal(h.counts[0], 3);
 	assert_int_equal(h.counts[1], 16);

@@ -105,11 +105,10 @@ static void test_stat(void **state)
 
 static void test_mountinfo(void **state)
 {
-	static const char host[] =
-	    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-	    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-	    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-	    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	static const char host[] = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+				   "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+				   "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+				   "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 	static const char v2[] = "25 30 0:23 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n";
 	static const char container[] =
 	    "700 690 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid master:15 - cgroup cgroup rw,cpu,memory\n";
@@ -284,9 +283,9 @@ static void test_take(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_value),      cmocka_unit_test(test_value_hostile), cmocka_unit_test(test_stat),
-	    cmocka_unit_test(test_mountinfo),  cmocka_unit_test(test_roots_find_v2), cmocka_unit_test(test_room_v2),
-	    cmocka_unit_test(test_room_v1),    cmocka_unit_test(test_cgroup_v1_line), cmocka_unit_test(test_take),
+	    cmocka_unit_test(test_value),     cmocka_unit_test(test_value_hostile),  cmocka_unit_test(test_stat),
+	    cmocka_unit_test(test_mountinfo), cmocka_unit_test(test_roots_find_v2),  cmocka_unit_test(test_room_v2),
+	    cmocka_unit_test(test_room_v1),   cmocka_unit_test(test_cgroup_v1_line), cmocka_unit_test(test_take),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,7 @@ struct memcg_gate {
 	int32_t *cg_of; /* per e->st index: index in cg, NO_LIMIT or UNKNOWN */
 	uint32_t *held; /* per e->st index: blocks held back this call */
 	size_t capcg_of, capheld;
+	char warned[PATH_MAX]; /* the last cgroup warned about: once, not every pass */
 };
 
 static struct memcg_gate *gate_get(struct engine *e)
@@ -140,10 +141,12 @@ static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
 		return NO_LIMIT;
 	c->err = memcg_room(&g->roots, path, &c->room);
 	c->left = c->room;
-	if (c->err < 0)
-		log_proc(LOG_WARNING, s->pid, path, "memcg_limit",
+	if (c->err < 0) {
+		log_proc(strcmp(g->warned, path) ? LOG_WARNING : LOG_DEBUG, s->pid, path, "memcg_limit",
 			 "cgroup %s: cannot read its memory limits (%s): not collapsing there this pass", path,
 			 strerror(-c->err));
+		snprintf(g->warned, sizeof(g->warned), "%s", path);
+	}
 	return (int32_t)g->ncg++;
 }
 

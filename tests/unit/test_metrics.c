@@ -235,6 +235,27 @@ static void test_families(void **state)
 	free(t);
 }
 
+/* The latency histograms: cumulative buckets, +Inf, _sum and _count, and
+ * a HELP that says what the target feels. */
+static void test_latency_histograms(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_KEEP);
+
+	(void)state;
+	assert_line(t, "# TYPE hugecollapsed_block_collapse_seconds histogram");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"0.00025\"} 0");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"0.0005\"} 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"+Inf\"} 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_count 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_sum 0.0048");
+	assert_non_null(strstr(t, "mmap lock"));
+	assert_line(t, "# TYPE hugecollapsed_pass_seconds histogram");
+	assert_line(t, "hugecollapsed_pass_seconds_bucket{le=\"0.01\"} 0");
+	assert_line(t, "hugecollapsed_pass_seconds_bucket{le=\"0.025\"} 1");
+	assert_line(t, "hugecollapsed_pass_seconds_count 1");
+	free(t);
+}
+
 /* No cgroup collapsed anything yet: the family is declared, no samples. */
 static void test_no_cgroups(void **state)
 {
@@ -410,6 +431,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_result_and_outcome, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_families, setup, teardown),
+
+	    cmocka_unit_test_setup_teardown(test_latency_histograms, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_cgroups, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_contents_and_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_replaces_by_rename, setup, teardown),

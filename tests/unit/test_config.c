@@ -727,13 +727,16 @@ static void test_shipped_example_parses(void **state)
 	fclose(in);
 	assert_non_null(out);
 	fclose(out);
-	assert_int_equal(files, 2);
+	assert_int_equal(files, 3);
 	load_ok(tpath("main.conf"), &c);
-	assert_int_equal(c.nrules, 2);
+	assert_int_equal(c.nrules, 3);
 	web = config_policy_for(&c, "/system.slice/web.service");
 	batch = config_policy_for(&c, "/batch.slice/x.scope");
 	assert_true(web->enable);
 	assert_true(web->weight > c.defaults.weight);
+	assert_int_equal(web->blocks_per_call, 16);
+	assert_int_equal(web->pause_ms, 5);
+	assert_int_equal(config_policy_for(&c, "/system.slice/docker-abc.scope")->memcg_headroom_mb, 64);
 	assert_false(batch->enable);
 	config_free(&c);
 }

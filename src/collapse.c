@@ -99,11 +99,14 @@ static void sleep_ms_real(unsigned ms)
 }
 
 /* Before every call but the first: the pause, then whether there is still
- * time for another call. */
+ * time for another call (and no SIGTERM waiting: a paced process can take
+ * long). */
 static bool pace_next(const struct collapse_pacing *p)
 {
 	if (p->pause_ms)
 		(p->sleep_ms ? p->sleep_ms : sleep_ms_real)(p->pause_ms);
+	if (p->interrupted && p->interrupted())
+		return false;
 	return !(p->deadline > 0 && p->now && p->now() >= p->deadline);
 }
 

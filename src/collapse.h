@@ -6,6 +6,7 @@
  * outcome is known. The kernel returns the bytes of the iovecs it completed;
  * the errno of the first failed one is learned by submitting again from it. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -57,6 +58,7 @@ struct collapse_pacing {
 	double deadline;               /* no call starts at or after it (now()); 0: none */
 	double (*now)(void);           /* monotonic seconds; NULL: calls not timed */
 	void (*sleep_ms)(unsigned ms); /* NULL: nanosleep() */
+	bool (*interrupted)(void);     /* asked before each call but the first; NULL: never */
 	/* Each call's wall time and how many blocks it was given. */
 	void (*on_call)(void *ctx, double seconds, size_t nblocks);
 	void *ctx;

@@ -88,6 +88,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	struct collapse_pacing pace = {.per_call = s->policy->blocks_per_call,
 				       .pause_ms = s->policy->pause_ms,
 				       .deadline = cr->deadline,
+				       .interrupted = cr->interrupted,
 				       .now = e->now,
 				       .on_call = observe_call,
 				       .ctx = e};

@@ -165,6 +165,10 @@ static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *p
 		res[SCAN_CANDIDATE] -= now < res[SCAN_CANDIDATE] ? now : res[SCAN_CANDIDATE];
 		if (!now)
 			continue;
+		if (g->cg_of[p] >= 0)
+			log_proc(LOG_DEBUG, s->pid, g->cg[g->cg_of[p]].path, "memcg_limit",
+				 "pid %d: %llu blocks wait for room below the limits of memory cgroup %s", (int)s->pid,
+				 (unsigned long long)now, g->cg[g->cg_of[p]].path);
 		ps->results[SCAN_MEMCG_LIMIT] += now;
 		if (s->last_scan >= e->sample_time)
 			ps->results[SCAN_CANDIDATE] -=

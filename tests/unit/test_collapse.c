@@ -433,6 +433,23 @@ static void test_paced_deadline(void **state)
 	assert_int_equal(fk.calls, 2);
 }
 
+static bool stop_now(void)
+{
+	return pc.t >= 100.01; /* after the first call and one 10 ms pause */
+}
+
+/* SIGTERM between two calls: the rest is not tried. */
+static void test_paced_interrupted(void **state)
+{
+	struct collapse_pacing p = pacing(2, 10, 0);
+
+	(void)state;
+	p.interrupted = stop_now;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 10, timed_madvise, out, &p), 2);
+	assert_outcomes(2, 10, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.calls, 1);
+}
+
 /* NULL pacing and per_call 0 are today's behaviour: as few calls as can be. */
 static void test_paced_defaults(void **state)
 {
@@ -552,6 +569,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_paced_pause_between_calls, setup),
 	    cmocka_unit_test_setup(test_paced_failure_resubmits, setup),
 	    cmocka_unit_test_setup(test_paced_deadline, setup),
+	    cmocka_unit_test_setup(test_paced_interrupted, setup),
 	    cmocka_unit_test_setup(test_paced_defaults, setup),
 	    cmocka_unit_test(test_outcome_names),
 	    cmocka_unit_test(test_real_kernel_collapse),

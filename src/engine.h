@@ -64,9 +64,9 @@ struct pass_options {
 			     * (0: no limit); the rest waits for the next pass */
 };
 
-/* Bytes collapsed per cgroup, for metrics. */
 struct memcg_gate;
 
+/* Bytes collapsed per cgroup, for metrics. */
 struct cgroup_bytes {
 	char *cgroup;
 	uint64_t bytes;

@@ -141,6 +141,10 @@ static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
 		return NO_LIMIT;
 	c->err = memcg_room(&g->roots, path, &c->room);
 	c->left = c->room;
+	/* What the pass decides by: the room is read once, before any collapse. */
+	if (c->err == 0 && c->room != MEMCG_UNLIMITED)
+		log_proc(LOG_DEBUG, s->pid, path, NULL, "memory cgroup %s: room %llu KiB below its limits", path,
+			 (unsigned long long)(c->room >> 10));
 	if (c->err < 0) {
 		log_proc(strcmp(g->warned, path) ? LOG_WARNING : LOG_DEBUG, s->pid, path, "memcg_limit",
 			 "cgroup %s: cannot read its memory limits (%s): not collapsing there this pass", path,

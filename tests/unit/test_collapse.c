@@ -522,6 +522,39 @@ static void test_paced_deadline(void **state)
 	assert_int_equal(fk.calls, 2);
 }
 
+/* Pacing and the ENOMEM tell in one collapse_blocks_io(): an unmapped block
+ * in the second call costs that block only; a real shortage stops the rest (not tried), and every call is paced and
+ * timed. */
+static void test_paced_io_enomem(void **state)
+{
+	struct collapse_pacing p = pacing(4, 2, 0);
+	const struct collapse_io io = {
+	    .madvise = fake_madvise_counting, .alloc_failed = fake_alloc_failed, .ctx = &ctr, .pace = &p};
+
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.value = 3;
+	fk.blocks[5].err = ENOMEM; /* unmapped: the count stays */
+	assert_int_equal(collapse_blocks_io(42, addrs, 12, &io, out), 11);
+	assert_outcomes(0, 5, COLLAPSE_OK);
+	assert_int_equal(out[5], COLLAPSE_UNMAPPED);
+	assert_outcomes(6, 12, COLLAPSE_OK);
+	assert_int_equal(fk.max_vlen, 4);
+	assert_int_equal(pc.pauses, fk.calls - 1);
+	assert_int_equal(pc.observed_calls, fk.calls);
+
+	fake_reset();
+	p = pacing(4, 2, 0);
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.move_per_enomem = 1;
+	fk.blocks[9].err = ENOMEM; /* a real failure: the count moves */
+	assert_int_equal(collapse_blocks_io(42, addrs, 12, &io, out), 9);
+	assert_int_equal(out[9], COLLAPSE_ENOMEM);
+	assert_outcomes(10, 12, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.max_vlen, 4);
+	assert_int_equal(pc.pauses, fk.calls - 1);
+}
+
 static bool stop_now(void)
 {
 	return pc.t >= 100.01; /* after the first call and one 10 ms pause */
@@ -664,6 +697,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_paced_failure_resubmits, setup),
 	    cmocka_unit_test_setup(test_paced_deadline, setup),
 	    cmocka_unit_test_setup(test_paced_interrupted, setup),
+	    cmocka_unit_test_setup(test_paced_io_enomem, setup),
 	    cmocka_unit_test_setup(test_paced_defaults, setup),
 	    cmocka_unit_test(test_outcome_names),
 	    cmocka_unit_test(test_real_kernel_collapse),

@@ -21,7 +21,9 @@
 #include "units.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef __NR_process_madvise
@@ -115,6 +117,44 @@ static enum collapse_outcome enomem_outcome(const struct collapse_io *io, int *h
 	return COLLAPSE_UNMAPPED;
 }
 
+static void sleep_ms_real(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Before every call but the first: the pause, then whether there is still
+ * time for another call (and no SIGTERM waiting: a paced process can take
+ * long). */
+static bool pace_next(const struct collapse_pacing *p)
+{
+	if (p->pause_ms)
+		(p->sleep_ms ? p->sleep_ms : sleep_ms_real)(p->pause_ms);
+	if (p->interrupted && p->interrupted())
+		return false;
+	return !(p->deadline > 0 && p->now && p->now() >= p->deadline);
+}
+
+/* One call, timed. */
+static ssize_t paced_submit(process_madvise_fn fn, int pidfd, const struct iovec *iov, size_t vlen,
+			    const struct collapse_pacing *p)
+{
+	double t0 = 0;
+	ssize_t r;
+	int err;
+
+	if (p->now)
+		t0 = p->now();
+	r = submit(fn, pidfd, iov, vlen);
+	err = errno;
+	if (p->now && p->on_call)
+		p->on_call(p->ctx, p->now() - t0, vlen);
+	errno = err;
+	return r;
+}
+
 size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out)
 {
 	const struct collapse_io io = {.madvise = fn};
@@ -122,10 +162,20 @@ size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvi
 	return collapse_blocks_io(pidfd, addrs, n, &io, out);
 }
 
+size_t collapse_blocks_paced(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out,
+			     const struct collapse_pacing *p)
+{
+	const struct collapse_io io = {.madvise = fn, .pace = p};
+
+	return collapse_blocks_io(pidfd, addrs, n, &io, out);
+}
+
 size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const struct collapse_io *io, uint8_t *out)
 {
+	static const struct collapse_pacing unpaced = {0};
+	const struct collapse_pacing *p = io->pace ? io->pace : &unpaced;
 	struct iovec iov[COLLAPSE_MAX_IOV];
-	size_t collapsed = 0;
+	size_t collapsed = 0, cap;
 	size_t i = 0;
 	/* Read once for the whole batch (about 44 us: the kernel sums every
 	 * vmstat item over every CPU), then again only after an ENOMEM. A
@@ -134,18 +184,21 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 	uint64_t before = 0;
 	int have_before = io->alloc_failed && io->alloc_failed(io->ctx, &before) == 0;
 
+	cap = p->per_call && p->per_call < COLLAPSE_MAX_IOV ? p->per_call : COLLAPSE_MAX_IOV;
 	for (size_t k = 0; k < n; k++)
 		out[k] = COLLAPSE_NOT_TRIED;
 
 	while (i < n) {
-		size_t vlen = n - i < COLLAPSE_MAX_IOV ? n - i : COLLAPSE_MAX_IOV;
+		size_t vlen = n - i < cap ? n - i : cap;
 
+		if (i > 0 && !pace_next(p))
+			return collapsed;
 		for (size_t k = 0; k < vlen; k++) {
 			iov[k].iov_base = (void *)(uintptr_t)addrs[i + k];
 			iov[k].iov_len = (size_t)HPAGE_SIZE;
 		}
 
-		ssize_t r = submit(io->madvise, pidfd, iov, vlen);
+		ssize_t r = paced_submit(io->madvise, pidfd, iov, vlen, p);
 		if (r < 0) {
 			/* Nothing completed: block i failed with errno. */
 			int err = errno ? errno : EIO;

@@ -40,6 +40,9 @@ static const struct policy policy_default = {
     .access_sampling = false,
     .access_sample_s = 30,
     .scope = THP_SCOPE_KERNEL,
+    .memcg_headroom_mb = 2,
+    .blocks_per_call = 1023,
+    .pause_ms = 0,
 };
 
 /* ---- keys ---- */
@@ -88,6 +91,9 @@ static const struct key_def keys[] = {
     POLICY_KEY("access_sample_s", access_sample_s, K_UINT, 1, 86400),
     POLICY_KEY("coverage_target_pct", coverage_target_pct, K_UINT, 0, 100),
     POLICY_KEY("scope", scope, K_SCOPE, 0, 0),
+    POLICY_KEY("memcg_headroom_mb", memcg_headroom_mb, K_UINT, 0, 65536),
+    POLICY_KEY("blocks_per_call", blocks_per_call, K_UINT, 1, 1023),
+    POLICY_KEY("pause_ms", pause_ms, K_UINT, 0, 10000),
     {"path", IN_RULE, K_CGROUP_PATH, 0, 0, 0},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

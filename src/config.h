@@ -38,6 +38,9 @@ struct policy {
 	unsigned access_sample_s;      /* access_sample_s = 30, 1..86400 */
 	unsigned coverage_target_pct;  /* coverage_target_pct = 0 (none), 0..100: exported for alerts */
 	enum thp_scope scope;          /* scope = kernel */
+	unsigned memcg_headroom_mb;    /* memcg_headroom_mb = 2, 0..65536: kept free below memcg limits */
+	unsigned blocks_per_call;      /* blocks_per_call = 1023, 1..1023: 2 MiB blocks per process_madvise */
+	unsigned pause_ms;             /* pause_ms = 0, 0..10000: between two calls for one process */
 };
 
 struct cgroup_rule {

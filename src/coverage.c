@@ -339,6 +339,15 @@ static int keep_top(struct coverage *c, unsigned top_n)
 	return 0;
 }
 
+/* Remembered blocks that wait for the budget: not those the memcg gate held
+ * back this pass, which wait for room and count as skipped (memcg_limit). */
+static uint64_t pending_bytes(const struct proc_state *s)
+{
+	uint64_t held = s->results[SCAN_MEMCG_LIMIT];
+
+	return (s->nblocks > held ? s->nblocks - held : 0) * HPAGE_SIZE;
+}
+
 static int add_process(struct coverage *c, struct group_index *ix, const struct engine *e, const struct proc_state *s)
 {
 	struct cgroup_coverage *g = group_get(c, ix, e->cfg, s->cgroup ? s->cgroup : "/");
@@ -349,7 +358,7 @@ static int add_process(struct coverage *c, struct group_index *ix, const struct 
 	g->usage.anon_huge += s->usage.anon_huge;
 	g->usage.shmem += s->usage.shmem;
 	g->usage.shmem_huge += s->usage.shmem_huge;
-	g->pending += s->nblocks * HPAGE_SIZE;
+	g->pending += pending_bytes(s);
 	g->processes++;
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
 		if (r != SCAN_CANDIDATE && r != SCAN_PMD_MAPPED)
@@ -375,9 +384,9 @@ static int top_processes(struct coverage *c, const struct engine *e)
 	for (size_t i = 0; i < e->nst; i++) {
 		const struct proc_state *s = &e->st[i];
 
-		if (!s->nblocks)
+		if (!pending_bytes(s))
 			continue;
-		struct process_coverage p = {.pid = s->pid, .usage = s->usage, .pending = s->nblocks * HPAGE_SIZE};
+		struct process_coverage p = {.pid = s->pid, .usage = s->usage, .pending = pending_bytes(s)};
 		size_t at = n;
 
 		/* Insertion into the sorted few: most processes stop here. */

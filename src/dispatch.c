@@ -83,6 +83,15 @@ static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t byte
 	n[e->ncg_bytes++].bytes = bytes;
 }
 
+/* A call's time, shared by its blocks: what one block cost the target. */
+static void observe_call(void *ctx, double seconds, size_t nblocks)
+{
+	struct engine *e = ctx;
+
+	if (nblocks)
+		histogram_observe(&e->block_hist, seconds / (double)nblocks, nblocks);
+}
+
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
 static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *cr, size_t n, struct pass_stats *ps,
 			     bool collect_retry, double now)
@@ -100,8 +109,17 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		s->nblocks = 0;
 		return;
 	}
+	/* The policy bounds how long one call may hold the target's mmap lock
+	 * (a process with candidates always has one: budget_candidates()). */
+	const struct collapse_pacing pace = {.per_call = s->policy->blocks_per_call,
+					     .pause_ms = s->policy->pause_ms,
+					     .deadline = cr->deadline,
+					     .interrupted = cr->interrupted,
+					     .now = e->now,
+					     .on_call = observe_call,
+					     .ctx = e};
 	const struct collapse_io io = {
-	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx};
+	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx, .pace = &pace};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
 	if (ok) /* coverage.h: the last scan's THP numbers are stale now */

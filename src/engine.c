@@ -17,6 +17,7 @@
 #include "grow.h"
 #include "khugepaged.h"
 #include "log.h"
+#include "memcg_gate.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)
@@ -56,6 +57,8 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
 	e->proc_root = proc_root();
+	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
+	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
 	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
@@ -112,6 +115,7 @@ void engine_free(struct engine *e)
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
+	memcg_gate_free(e);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -148,9 +152,13 @@ static struct pid_filter pass_filter(const struct engine *e, const struct pass_o
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	struct pid_filter f = pass_filter(e, o);
+	int r = budget_candidates(&e->cands, &e->ncands, &e->capcands, e->st, e->nst, &f, now,
+				  ps ? &ps->procs_active : NULL);
 
-	return budget_candidates(&e->cands, &e->ncands, &e->capcands, e->st, e->nst, &f, now,
-				 ps ? &ps->procs_active : NULL);
+	/* Before the budget: what does not fit in its cgroup spends nothing. */
+	if (r == 0)
+		r = memcg_gate_hold_back(e, ps);
+	return r < 0 ? r : 0;
 }
 
 static size_t select_within_budget(struct engine *e, const struct pass_options *o)
@@ -245,6 +253,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	if (o->allow_idle && pass_can_idle(e, t0)) {
 		ps->idle = true;
 		ps->scan_s = e->now() - t0;
+		histogram_observe(&e->pass_hist, ps->scan_s, 1);
 		e->total.scan_s += ps->scan_s;
 		e->passes++;
 		e->passes_idle++;
@@ -313,6 +322,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	e->total.collapsed_bytes += ps->collapsed_bytes;
 	e->total.scan_s += ps->scan_s;
 	e->total.collapse_s += ps->collapse_s;
+	histogram_observe(&e->pass_hist, ps->scan_s + ps->collapse_s, 1);
 	e->total.procs_scanned += ps->procs_scanned;
 	e->total.procs_unchanged += ps->procs_unchanged;
 	e->total.smaps_reads += ps->smaps_reads;

@@ -24,6 +24,7 @@
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
+#include "histogram.h"
 #include "mapped_memory.h"
 #include "plan.h"
 #include "proc_table.h"
@@ -68,6 +69,8 @@ struct pass_options {
 			     * so one VMA's scan at most overruns it; the rest
 			     * waits for the next pass, which resumes there */
 };
+
+struct memcg_gate;
 
 /* Bytes collapsed per cgroup, for metrics. */
 struct cgroup_bytes {
@@ -142,7 +145,10 @@ struct engine {
 	alloc_failed_fn alloc_failed;
 	void *alloc_failed_ctx;
 	struct vmstat_reader vmstat;
-	double (*now)(void); /* monotonic seconds; injectable */
+	struct memcg_gate *memcg;    /* memcg_gate.h: room per cgroup, per pass */
+	struct histogram block_hist; /* seconds per block: each call's time over its blocks */
+	struct histogram pass_hist;  /* seconds per pass */
+	double (*now)(void);         /* monotonic seconds; injectable */
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced

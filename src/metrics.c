@@ -13,6 +13,7 @@
 
 #include "collapse.h"
 #include "coverage_metrics.h"
+#include "histogram.h"
 #include "scan_result.h"
 #include "utf8.h"
 
@@ -143,6 +144,19 @@ static void cgroup_series(FILE *f, const struct cgroup_bytes *cg, size_t n)
 	free(fixed);
 }
 
+/* The two histograms (histogram.c): what a target and the host feel. */
+static void metrics_format_latency(FILE *f, const struct engine *e)
+{
+	histogram_format(f, "hugecollapsed_block_collapse_seconds",
+			 "Time to collapse one 2 MiB block (each process_madvise call's time divided over its blocks). "
+			 "The kernel holds the target's mmap lock for the whole call, so the target's page faults and "
+			 "mmap/munmap can stall for up to one call's time: blocks_per_call times this.",
+			 &e->block_hist);
+	histogram_format(f, "hugecollapsed_pass_seconds",
+			 "Duration of a pass (sampling, scanning and collapsing), idle passes included.",
+			 &e->pass_hist);
+}
+
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 {
 	const struct pass_stats *t = &e->total;
@@ -180,6 +194,7 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
 		   e->last.backing_off);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
+	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);
 	scalar_u64(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.",
 		   (unsigned long long)now.tv_sec);
@@ -257,9 +272,9 @@ static double value_of(const char *text, const char *series)
 
 int metrics_print_status(FILE *out, const char *path)
 {
-	static const char *const results[] = {"candidate",     "pmd_mapped", "no_pte_table", "exceed_none_pte",
-					      "page_lazyfree", "cold",       "ineligible",   "collapsed",
-					      "eagain",        "enomem",     "unmapped",     "einval"};
+	static const char *const results[] = {
+	    "candidate",   "pmd_mapped", "no_pte_table", "exceed_none_pte", "page_lazyfree", "cold",  "ineligible",
+	    "memcg_limit", "collapsed",  "eagain",       "enomem",          "unmapped",      "einval"};
 	char buf[65536], series[128];
 	double passes, bytes = 0;
 	struct stat st;

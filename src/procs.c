@@ -282,6 +282,43 @@ static const char *find_line(const char *buf, size_t len, const char *prefix, si
 	return NULL;
 }
 
+/* "4:memory:/process_api/78b8e3ec6b5ed338c0283048d1a9b356": the path of the
+ * v1 hierarchy whose controller list (comma-separated) holds controller. */
+int parse_cgroup_v1_buf(const char *buf, size_t len, const char *controller, char *path, size_t pathlen)
+{
+	size_t clen = strlen(controller);
+	const char *end = buf + len;
+
+	for (const char *line = buf; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *eol = nl ? nl : end;
+		const char *c1 = memchr(line, ':', (size_t)(eol - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+
+		line = eol + 1;
+		if (!c2)
+			continue;
+		for (const char *w = c1 + 1; w < c2;) {
+			const char *comma = memchr(w, ',', (size_t)(c2 - w));
+			const char *we = comma ? comma : c2;
+
+			if ((size_t)(we - w) == clen && !memcmp(w, controller, clen)) {
+				size_t plen = (size_t)(eol - c2 - 1);
+
+				if (plen == 0 || c2[1] != '/' || memchr(c2 + 1, '\0', plen))
+					return -EINVAL;
+				if (plen >= pathlen)
+					return -ENAMETOOLONG;
+				memcpy(path, c2 + 1, plen);
+				path[plen] = '\0';
+				return 0;
+			}
+			w = we + 1;
+		}
+	}
+	return -ENOENT;
+}
+
 int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen)
 {
 	size_t plen;

@@ -47,6 +47,10 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out);
  * is no v2 line, -ENAMETOOLONG when it does not fit in pathlen or may have
  * been cut by the kernel (CGROUP_PATH_CUT bytes or more), or -EINVAL. */
 int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen);
+/* /proc/PID/cgroup: copies the path of the v1 line whose controllers include
+ * controller ("4:memory:/a/b"). 0, -ENOENT (no such line), -ENAMETOOLONG or
+ * -EINVAL. */
+int parse_cgroup_v1_buf(const char *buf, size_t len, const char *controller, char *path, size_t pathlen);
 /* /proc/PID/status: 1 if THP_enabled: 1 (or the line is absent), 0 if the
  * process disabled THP with prctl(PR_SET_THP_DISABLE). */
 int parse_status_thp_enabled(const char *buf, size_t len);

@@ -16,6 +16,7 @@ enum scan_result {
 	SCAN_COLD,              /* VMA Referenced/Rss < min_referenced_pct */
 	SCAN_INELIGIBLE,        /* the kernel cannot: VMA flags, kind, alignment, prctl */
 	SCAN_THP_POLICY,        /* the THP policy (sysfs modes, hg, scope) says no; khugepaged's SCAN_VMA_CHECK */
+	SCAN_MEMCG_LIMIT,       /* would not fit below its memory cgroup's limits now: waits */
 	SCAN_NR_RESULTS,
 };
 

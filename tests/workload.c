@@ -64,10 +64,12 @@
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
  * pages and unmaps the old one, so it always has new candidates. */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, MATRIX, LAZYMIX, MANYVMAS };
+/* partial: hot, 3 of every 4 pages filled as 4 KiB pages, then
+ * MADV_HUGEPAGE (eligible under enabled=madvise whatever the scope or --advise). */
+enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, MATRIX, LAZYMIX, MANYVMAS, PARTIAL };
 
-static const char *const role_names[] = {"hot",    "cold", "lazyfree", "sparse", "huge",    "shmem",   "nohuge",
-					 "thpoff", "idle", "churn",    "matrix", "lazymix", "manyvmas"};
+static const char *const role_names[] = {"hot",    "cold", "lazyfree", "sparse", "huge",    "shmem",    "nohuge",
+					 "thpoff", "idle", "churn",    "matrix", "lazymix", "manyvmas", "partial"};
 
 #ifndef PR_THP_DISABLE_EXCEPT_ADVISED
 #define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* include/uapi/linux/prctl.h, Linux 6.18 */
@@ -174,6 +176,8 @@ static bool page_touched(enum role r, size_t page)
 {
 	if (r == MANYVMAS)
 		return false;
+	if (r == PARTIAL)
+		return page % 4 != 3;
 	return r != SPARSE || page % SPARSE_STRIDE == 0;
 }
 
@@ -202,7 +206,7 @@ static void fill(enum role r, char *buf, size_t len)
 /* The opt-in that khugepaged's default policy (enabled=madvise) asks for. */
 static void advise(enum role r, char *buf, size_t len)
 {
-	if (advise_hg && r != HUGE && r != NOHUGE && madvise(buf, len, MADV_HUGEPAGE))
+	if ((advise_hg || r == PARTIAL) && r != HUGE && r != NOHUGE && madvise(buf, len, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE)");
 }
 
@@ -346,7 +350,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hc_workload --role "
-		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas "
+		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge]\n");
 	exit(2);
 }

@@ -416,6 +416,176 @@ static void test_bogus_returns(void **state)
 	assert_int_equal(fk.calls, 2);
 }
 
+/* --- Pacing: blocks per call, pauses, timing, deadline (fake clock). --- */
+
+static struct {
+	double t;          /* the fake clock, seconds */
+	double call_s;     /* each call advances it by this much */
+	unsigned pauses;   /* sleep_ms calls */
+	unsigned slept_ms; /* their total */
+	size_t observed_calls, observed_blocks;
+	double observed_s;
+} pc;
+
+static double pace_now(void)
+{
+	return pc.t;
+}
+
+static void pace_sleep(unsigned ms)
+{
+	pc.pauses++;
+	pc.slept_ms += ms;
+	pc.t += ms / 1000.0;
+}
+
+static void pace_on_call(void *ctx, double seconds, size_t nblocks)
+{
+	assert_ptr_equal(ctx, &pc);
+	pc.observed_calls++;
+	pc.observed_blocks += nblocks;
+	pc.observed_s += seconds;
+}
+
+/* The fake process_madvise, plus the time a call takes. */
+static ssize_t timed_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	pc.t += pc.call_s;
+	return fake_madvise(pidfd, iov, vlen, advice, flags);
+}
+
+static struct collapse_pacing pacing(unsigned per_call, unsigned pause_ms, double deadline)
+{
+	memset(&pc, 0, sizeof(pc));
+	pc.t = 100;
+	pc.call_s = 0.004;
+	return (struct collapse_pacing){.per_call = per_call,
+					.pause_ms = pause_ms,
+					.deadline = deadline,
+					.now = pace_now,
+					.sleep_ms = pace_sleep,
+					.on_call = pace_on_call,
+					.ctx = &pc};
+}
+
+static void test_paced_blocks_per_call(void **state)
+{
+	struct collapse_pacing p = pacing(16, 0, 0);
+
+	(void)state;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 128, timed_madvise, out, &p), 128);
+	assert_outcomes(0, 128, COLLAPSE_OK);
+	assert_int_equal(fk.calls, 8);
+	assert_int_equal(fk.max_vlen, 16);
+	assert_int_equal(pc.pauses, 0);
+	assert_int_equal(pc.observed_calls, 8);
+	assert_int_equal(pc.observed_blocks, 128);
+	assert_true(pc.observed_s > 0.0319 && pc.observed_s < 0.0321); /* 8 × 4 ms */
+}
+
+static void test_paced_pause_between_calls(void **state)
+{
+	struct collapse_pacing p = pacing(1, 5, 0);
+
+	(void)state;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 10, timed_madvise, out, &p), 10);
+	assert_int_equal(fk.calls, 10);
+	assert_int_equal(pc.pauses, 9); /* between calls, not before the first or after the last */
+	assert_int_equal(pc.slept_ms, 45);
+	/* Pauses are not part of a call's time. */
+	assert_true(pc.observed_s > 0.0399 && pc.observed_s < 0.0401);
+}
+
+/* A resubmission after a failed block is a call of its own: paced too. */
+static void test_paced_failure_resubmits(void **state)
+{
+	struct collapse_pacing p = pacing(4, 1, 0);
+
+	(void)state;
+	fk.blocks[1].err = EAGAIN;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 8, timed_madvise, out, &p), 7);
+	assert_int_equal(out[1], COLLAPSE_EAGAIN);
+	assert_int_equal(fk.max_vlen, 4);
+	assert_int_equal(pc.pauses, fk.calls - 1);
+	assert_int_equal(pc.observed_calls, fk.calls);
+}
+
+static void test_paced_deadline(void **state)
+{
+	/* Calls of 4 ms and pauses of 10 ms: by 100.02 s two calls have run. */
+	struct collapse_pacing p = pacing(2, 10, 100.02);
+
+	(void)state;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 10, timed_madvise, out, &p), 4);
+	assert_outcomes(0, 4, COLLAPSE_OK);
+	assert_outcomes(4, 10, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.calls, 2);
+}
+
+/* Pacing and the ENOMEM tell in one collapse_blocks_io(): an unmapped block
+ * in the second call costs that block only; a real shortage stops the rest (not tried), and every call is paced and
+ * timed. */
+static void test_paced_io_enomem(void **state)
+{
+	struct collapse_pacing p = pacing(4, 2, 0);
+	const struct collapse_io io = {
+	    .madvise = fake_madvise_counting, .alloc_failed = fake_alloc_failed, .ctx = &ctr, .pace = &p};
+
+	(void)state;
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.value = 3;
+	fk.blocks[5].err = ENOMEM; /* unmapped: the count stays */
+	assert_int_equal(collapse_blocks_io(42, addrs, 12, &io, out), 11);
+	assert_outcomes(0, 5, COLLAPSE_OK);
+	assert_int_equal(out[5], COLLAPSE_UNMAPPED);
+	assert_outcomes(6, 12, COLLAPSE_OK);
+	assert_int_equal(fk.max_vlen, 4);
+	assert_int_equal(pc.pauses, fk.calls - 1);
+	assert_int_equal(pc.observed_calls, fk.calls);
+
+	fake_reset();
+	p = pacing(4, 2, 0);
+	memset(&ctr, 0, sizeof(ctr));
+	ctr.move_per_enomem = 1;
+	fk.blocks[9].err = ENOMEM; /* a real failure: the count moves */
+	assert_int_equal(collapse_blocks_io(42, addrs, 12, &io, out), 9);
+	assert_int_equal(out[9], COLLAPSE_ENOMEM);
+	assert_outcomes(10, 12, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.max_vlen, 4);
+	assert_int_equal(pc.pauses, fk.calls - 1);
+}
+
+static bool stop_now(void)
+{
+	return pc.t >= 100.01; /* after the first call and one 10 ms pause */
+}
+
+/* SIGTERM between two calls: the rest is not tried. */
+static void test_paced_interrupted(void **state)
+{
+	struct collapse_pacing p = pacing(2, 10, 0);
+
+	(void)state;
+	p.interrupted = stop_now;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 10, timed_madvise, out, &p), 2);
+	assert_outcomes(2, 10, COLLAPSE_NOT_TRIED);
+	assert_int_equal(fk.calls, 1);
+}
+
+/* NULL pacing and per_call 0 are today's behaviour: as few calls as can be. */
+static void test_paced_defaults(void **state)
+{
+	struct collapse_pacing p = pacing(0, 0, 0);
+
+	(void)state;
+	assert_int_equal(collapse_blocks_paced(42, addrs, 1500, timed_madvise, out, &p), 1500);
+	assert_int_equal(fk.calls, 2);
+	assert_int_equal(fk.max_vlen, COLLAPSE_MAX_IOV);
+	fake_reset();
+	assert_int_equal(collapse_blocks_paced(42, addrs, 100, fake_madvise, out, NULL), 100);
+	assert_int_equal(fk.calls, 1);
+}
+
 static void test_outcome_names(void **state)
 {
 	(void)state;
@@ -522,6 +692,13 @@ int main(void)
 	    cmocka_unit_test_setup(test_eintr_retried, setup),
 	    cmocka_unit_test_setup(test_eintr_forever_terminates, setup),
 	    cmocka_unit_test_setup(test_bogus_returns, setup),
+	    cmocka_unit_test_setup(test_paced_blocks_per_call, setup),
+	    cmocka_unit_test_setup(test_paced_pause_between_calls, setup),
+	    cmocka_unit_test_setup(test_paced_failure_resubmits, setup),
+	    cmocka_unit_test_setup(test_paced_deadline, setup),
+	    cmocka_unit_test_setup(test_paced_interrupted, setup),
+	    cmocka_unit_test_setup(test_paced_io_enomem, setup),
+	    cmocka_unit_test_setup(test_paced_defaults, setup),
 	    cmocka_unit_test(test_outcome_names),
 	    cmocka_unit_test(test_real_kernel_collapse),
 	};

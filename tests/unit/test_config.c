@@ -127,6 +127,9 @@ static void assert_default_policy(const struct policy *p)
 	assert_int_equal(p->access_sample_s, 30);
 	assert_int_equal(p->coverage_target_pct, 0);
 	assert_int_equal(p->scope, THP_SCOPE_KERNEL);
+	assert_int_equal(p->memcg_headroom_mb, 2);
+	assert_int_equal(p->blocks_per_call, 1023);
+	assert_int_equal(p->pause_ms, 0);
 }
 
 static void assert_default_daemon(const struct config *c)
@@ -233,6 +236,9 @@ static void test_every_key_parsed(void **state)
 	assert_int_equal(d->access_sample_s, 7);
 	assert_int_equal(d->coverage_target_pct, 100);
 	assert_int_equal(d->scope, THP_SCOPE_ALWAYS);
+	assert_int_equal(d->memcg_headroom_mb, 0);
+	assert_int_equal(d->blocks_per_call, 1);
+	assert_int_equal(d->pause_ms, 10000);
 
 	/* Two rules (README and *.conf.example ignored), sorted by path. */
 	assert_int_equal(c.nrules, 2);
@@ -259,6 +265,9 @@ static void test_every_key_parsed(void **state)
 	assert_true(web->access_sampling);
 	assert_int_equal(web->access_sample_s, 7);
 	assert_int_equal(web->scope, THP_SCOPE_ALWAYS);
+	assert_int_equal(web->memcg_headroom_mb, 0);
+	assert_int_equal(web->blocks_per_call, 1);
+	assert_int_equal(web->pause_ms, 10000);
 
 	batch = config_policy_for(&c, "/batch.slice/job-1.scope");
 	assert_ptr_equal(batch, &c.rules[0].policy);
@@ -276,6 +285,9 @@ static void test_every_key_parsed(void **state)
 	assert_false(batch->access_sampling);
 	assert_int_equal(batch->access_sample_s, 86400);
 	assert_int_equal(batch->scope, THP_SCOPE_MADVISE);
+	assert_int_equal(batch->memcg_headroom_mb, 65536);
+	assert_int_equal(batch->blocks_per_call, 1023);
+	assert_int_equal(batch->pause_ms, 0);
 	config_free(&c);
 }
 
@@ -358,6 +370,12 @@ static void test_main_value_errors(void **state)
 	expect_main_error("[collapse]\nweight =\n", 2, "key 'weight': empty value (expected a number in 1..10000)");
 	expect_main_error("[collapse]\nidle_after_s = 0\n", 2, "key 'idle_after_s': 0 is out of range 1..86400");
 	expect_main_error("[collapse]\neagain_retries = 101\n", 2, "key 'eagain_retries': 101 is out of range 0..100");
+	expect_main_error("[collapse]\nmemcg_headroom_mb = 65537\n", 2,
+			  "key 'memcg_headroom_mb': 65537 is out of range 0..65536");
+	expect_main_error("[collapse]\nblocks_per_call = 0\n", 2, "key 'blocks_per_call': 0 is out of range 1..1023");
+	expect_main_error("[collapse]\nblocks_per_call = 1024\n", 2,
+			  "key 'blocks_per_call': 1024 is out of range 1..1023");
+	expect_main_error("[collapse]\npause_ms = 10001\n", 2, "key 'pause_ms': 10001 is out of range 0..10000");
 	expect_main_error("[collapse]\nbudget_mb_per_s = 100001\n", 2,
 			  "key 'budget_mb_per_s': 100001 is out of range 1..100000");
 	expect_main_error("[collapse]\nenable = maybe\n", 2,
@@ -735,15 +753,18 @@ static void test_shipped_example_parses(void **state)
 	fclose(in);
 	assert_non_null(out);
 	fclose(out);
-	assert_int_equal(files, 2);
+	assert_int_equal(files, 3);
 	load_ok(tpath("main.conf"), &c);
-	assert_int_equal(c.nrules, 2);
+	assert_int_equal(c.nrules, 3);
 	web = config_policy_for(&c, "/system.slice/web.service");
 	batch = config_policy_for(&c, "/batch.slice/x.scope");
 	assert_true(web->enable);
 	assert_true(web->weight > c.defaults.weight);
 	assert_int_equal(web->coverage_target_pct, 80);
 	assert_int_equal(web->scope, THP_SCOPE_ALWAYS);
+	assert_int_equal(web->blocks_per_call, 16);
+	assert_int_equal(web->pause_ms, 5);
+	assert_int_equal(config_policy_for(&c, "/system.slice/docker-abc.scope")->memcg_headroom_mb, 64);
 	assert_false(batch->enable);
 	config_free(&c);
 }

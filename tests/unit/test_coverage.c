@@ -354,6 +354,32 @@ static void test_memory_stat_replaces_sums(void **state)
 	done();
 }
 
+/* Blocks the memcg gate held back wait for room, not for the budget: they
+ * are skipped (memcg_limit), not pending, and a process whose every block
+ * waits for room is not a top pending process. */
+static void test_memcg_held_not_pending(void **state)
+{
+	struct coverage c;
+	const struct cgroup_coverage *web;
+
+	(void)state;
+	fill();
+	st[1].results[SCAN_MEMCG_LIMIT] = 2;
+	st[1].results[SCAN_CANDIDATE] = 1;
+	st[3].results[SCAN_MEMCG_LIMIT] = 1;
+	assert_int_equal(coverage_build(&eng, 2, &c), 0);
+	web = find(&c, "/web");
+	assert_non_null(web);
+	assert_int_equal(web->pending, 1 * MIB2);
+	assert_int_equal(web->skipped[SCAN_MEMCG_LIMIT], 2 * MIB2);
+	assert_int_equal(find(&c, "other")->pending, 0);
+	assert_int_equal(c.ntop, 1);
+	assert_int_equal(c.top[0].pid, 101);
+	assert_int_equal(c.top[0].pending, 1 * MIB2);
+	coverage_free(&c);
+	done();
+}
+
 static void test_metrics_text(void **state)
 {
 	char *buf = NULL;
@@ -390,6 +416,7 @@ int main(void)
 	    cmocka_unit_test(test_build_groups),
 	    cmocka_unit_test(test_policy_group_without_processes),
 	    cmocka_unit_test(test_memory_stat_replaces_sums),
+	    cmocka_unit_test(test_memcg_held_not_pending),
 	    cmocka_unit_test(test_metrics_text),
 	};
 

@@ -49,6 +49,10 @@ static void fill_engine(struct engine *e)
 	e->total.outcomes[COLLAPSE_OK] = 5;
 	e->total.outcomes[COLLAPSE_EAGAIN] = 2;
 	e->last.procs_active = 3;
+	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
+	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
+	histogram_observe(&e->block_hist, 0.0003, 16);
+	histogram_observe(&e->pass_hist, 0.02, 1);
 }
 
 /* metrics_format() into a NUL-terminated string the caller frees. */
@@ -211,6 +215,28 @@ static void test_every_result_and_outcome(void **state)
 	free(t);
 }
 
+/* A histogram's _bucket, _sum and _count samples belong to the family
+ * declared without the suffix. */
+static void histogram_family(const char *t, const char *l, char *name, size_t *n)
+{
+	static const char *const sfx[] = {"_bucket", "_sum", "_count"};
+	char key[160];
+
+	for (size_t i = 0; i < 3; i++) {
+		size_t sl = strlen(sfx[i]);
+
+		if (*n <= sl || strcmp(name + *n - sl, sfx[i]))
+			continue;
+		/* strtok_r() has turned the line ends into NULs. */
+		snprintf(key, sizeof(key), "# TYPE %.*s histogram", (int)(*n - sl), name);
+		if (memmem(t, (size_t)(l - t), key, strlen(key) + 1)) {
+			*n -= sl;
+			name[*n] = 0;
+		}
+		return;
+	}
+}
+
 /* Each sample's family has "# HELP" and "# TYPE" once, before it; counters
  * end in _total. */
 static void test_families(void **state)
@@ -229,6 +255,7 @@ static void test_families(void **state)
 		assert_true(n > 0 && n < sizeof(name));
 		memcpy(name, l, n);
 		name[n] = 0;
+		histogram_family(t, l, name, &n);
 		samples++;
 		/* The TYPE line is earlier in the (already split) buffer. */
 		snprintf(key, sizeof(key), "# TYPE %s ", name);
@@ -243,6 +270,27 @@ static void test_families(void **state)
 			assert_string_equal(name + n - 6, "_total");
 	}
 	assert_true(samples > 20);
+	free(t);
+}
+
+/* The latency histograms: cumulative buckets, +Inf, _sum and _count, and
+ * a HELP that says what the target feels. */
+static void test_latency_histograms(void **state)
+{
+	char *t = format(&eng, KHUGEPAGED_KEEP);
+
+	(void)state;
+	assert_line(t, "# TYPE hugecollapsed_block_collapse_seconds histogram");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"0.00025\"} 0");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"0.0005\"} 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_bucket{le=\"+Inf\"} 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_count 16");
+	assert_line(t, "hugecollapsed_block_collapse_seconds_sum 0.0048");
+	assert_non_null(strstr(t, "mmap lock"));
+	assert_line(t, "# TYPE hugecollapsed_pass_seconds histogram");
+	assert_line(t, "hugecollapsed_pass_seconds_bucket{le=\"0.01\"} 0");
+	assert_line(t, "hugecollapsed_pass_seconds_bucket{le=\"0.025\"} 1");
+	assert_line(t, "hugecollapsed_pass_seconds_count 1");
 	free(t);
 }
 
@@ -328,7 +376,7 @@ static void test_write_contents_and_mode(void **state)
  * keeps a complete old file, never a truncated or half-written one. */
 static void test_write_replaces_by_rename(void **state)
 {
-	char path[128], old_text[8192];
+	char path[128], old_text[32768];
 	struct stat st1, st2;
 	ssize_t n;
 	int fd;
@@ -509,6 +557,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_label_invalid_utf8, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_result_and_outcome, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_families, setup, teardown),
+
+	    cmocka_unit_test_setup_teardown(test_latency_histograms, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_cgroups, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_contents_and_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_replaces_by_rename, setup, teardown),

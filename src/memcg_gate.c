@@ -1,0 +1,245 @@
+/* The memory-limit gate of a pass: which candidates fit in their cgroup. */
+#include "memcg_gate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "grow.h"
+#include "log.h"
+
+#define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */
+#define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */
+#define UNKNOWN     (-2)  /* not looked up yet in this pass */
+#define MOUNTINFO   "/proc/self/mountinfo"
+
+struct cg_room {
+	char *path;
+	uint64_t room; /* as read this pass */
+	uint64_t left; /* what the blocks ahead in the order left of it */
+	int err;       /* the limits could not be read: hold back */
+};
+
+struct memcg_gate {
+	struct memcg_roots roots;
+	bool have_roots;
+	unsigned ncpus;
+	uint64_t pass; /* e->passes the cache below belongs to */
+	struct cg_room *cg;
+	size_t ncg, capcg;
+	int32_t *cg_of; /* per e->st index: index in cg, NO_LIMIT or UNKNOWN */
+	uint32_t *held; /* per e->st index: blocks held back this call */
+	size_t capcg_of, capheld;
+	char warned[PATH_MAX]; /* the last cgroup warned about: once, not every pass */
+};
+
+static struct memcg_gate *gate_get(struct engine *e)
+{
+	struct memcg_gate *g = e->memcg;
+	long n;
+
+	if (g)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	g->ncpus = n > 0 ? (unsigned)n : 1;
+	g->pass = UINT64_MAX;
+	e->memcg = g;
+	return g;
+}
+
+int memcg_gate_set_roots(struct engine *e, const struct memcg_roots *roots)
+{
+	struct memcg_gate *g = gate_get(e);
+
+	if (!g)
+		return -ENOMEM;
+	g->roots = *roots;
+	g->have_roots = true;
+	g->pass = UINT64_MAX;
+	return 0;
+}
+
+static void cache_clear(struct memcg_gate *g)
+{
+	for (size_t i = 0; i < g->ncg; i++)
+		free(g->cg[i].path);
+	g->ncg = 0;
+}
+
+void memcg_gate_free(struct engine *e)
+{
+	struct memcg_gate *g = e->memcg;
+
+	if (!g)
+		return;
+	cache_clear(g);
+	free(g->cg);
+	free(g->cg_of);
+	free(g->held);
+	free(g);
+	e->memcg = NULL;
+}
+
+/* The memory cgroup path of a process, from /proc/PID/cgroup. */
+static int proc_memcg_path(const struct engine *e, const struct memcg_gate *g, pid_t pid, char *path, size_t len)
+{
+	char dir[64];
+	char *buf;
+	ssize_t n;
+	int fd, r;
+
+	snprintf(dir, sizeof(dir), "%s/%d", e->proc_root, (int)pid);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(CGROUP_FILE);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = read_small_file_at(fd, "cgroup", buf, CGROUP_FILE);
+	close(fd);
+	if (n < 0)
+		r = (int)n;
+	else if (g->roots.mode == MEMCG_V1)
+		r = parse_cgroup_v1_buf(buf, (size_t)n, "memory", path, len);
+	else
+		r = parse_cgroup_buf(buf, (size_t)n, path, len);
+	free(buf);
+	return r;
+}
+
+/* The cache entry of process st[p]'s cgroup: read on first use this pass. */
+static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
+{
+	const struct proc_state *s = &e->st[p];
+	char path[PATH_MAX];
+	struct cg_room *c;
+	int r = proc_memcg_path(e, g, s->pid, path, sizeof(path));
+
+	if (r < 0) {
+		/* Gone, or no line for it: dispatch finds out which. */
+		log_proc(LOG_DEBUG, s->pid, proc_state_cgroup(s), NULL, "pid %d: no memory cgroup: %s", (int)s->pid,
+			 strerror(-r));
+		return NO_LIMIT;
+	}
+	for (size_t i = 0; i < g->ncg; i++)
+		if (!strcmp(g->cg[i].path, path))
+			return (int32_t)i;
+	if (g->ncg >= INT32_MAX || GROW(g->cg, g->capcg, g->ncg + 1) < 0)
+		return NO_LIMIT;
+	c = &g->cg[g->ncg];
+	c->path = strdup(path);
+	if (!c->path)
+		return NO_LIMIT;
+	c->err = memcg_room(&g->roots, path, &c->room);
+	c->left = c->room;
+	/* What the pass decides by: the room is read once, before any collapse. */
+	if (c->err == 0 && c->room != MEMCG_UNLIMITED)
+		log_proc(LOG_DEBUG, s->pid, path, NULL, "memory cgroup %s: room %llu KiB below its limits", path,
+			 (unsigned long long)(c->room >> 10));
+	if (c->err < 0) {
+		log_proc(strcmp(g->warned, path) ? LOG_WARNING : LOG_DEBUG, s->pid, path, "memcg_limit",
+			 "cgroup %s: cannot read its memory limits (%s): not collapsing there this pass", path,
+			 strerror(-c->err));
+		snprintf(g->warned, sizeof(g->warned), "%s", path);
+	}
+	return (int32_t)g->ncg++;
+}
+
+/* Results: this pass's held-back blocks are memcg_limit, not candidate. */
+static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *ps)
+{
+	for (size_t p = 0; p < e->nst; p++) {
+		struct proc_state *s = &e->st[p];
+		uint64_t *res = s->results;
+		uint64_t was = res[SCAN_MEMCG_LIMIT], now = p < g->capheld ? g->held[p] : 0;
+
+		/* Undo the last pass's count first (an unscanned process keeps
+		 * its results from pass to pass). */
+		res[SCAN_CANDIDATE] += was;
+		res[SCAN_MEMCG_LIMIT] = now;
+		res[SCAN_CANDIDATE] -= now < res[SCAN_CANDIDATE] ? now : res[SCAN_CANDIDATE];
+		if (!now)
+			continue;
+		if (g->cg_of[p] >= 0)
+			log_proc(LOG_DEBUG, s->pid, g->cg[g->cg_of[p]].path, "memcg_limit",
+				 "pid %d: %llu blocks wait for room below the limits of memory cgroup %s", (int)s->pid,
+				 (unsigned long long)now, g->cg[g->cg_of[p]].path);
+		ps->results[SCAN_MEMCG_LIMIT] += now;
+		if (s->last_scan >= e->sample_time)
+			ps->results[SCAN_CANDIDATE] -=
+			    now < ps->results[SCAN_CANDIDATE] ? now : ps->results[SCAN_CANDIDATE];
+	}
+}
+
+static int gate_prepare(struct engine *e, struct memcg_gate *g)
+{
+	if (!g->have_roots) {
+		int r = memcg_roots_find(MOUNTINFO, &g->roots);
+
+		if (r < 0) {
+			log_warn("cannot find the memory cgroup mount in %s (%s): memory limits not checked", MOUNTINFO,
+				 strerror(-r));
+			g->roots.mode = MEMCG_NONE;
+		}
+		g->have_roots = true;
+	}
+	if (g->pass != e->passes) {
+		cache_clear(g);
+		g->pass = e->passes;
+		if (GROW(g->cg_of, g->capcg_of, e->nst + 1) < 0)
+			return -ENOMEM;
+		for (size_t i = 0; i < e->nst; i++)
+			g->cg_of[i] = UNKNOWN;
+	}
+	if (GROW(g->held, g->capheld, e->nst + 1) < 0)
+		return -ENOMEM;
+	memset(g->held, 0, g->capheld * sizeof(*g->held));
+	for (size_t i = 0; i < g->ncg; i++)
+		g->cg[i].left = g->cg[i].room;
+	return 0;
+}
+
+int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps)
+{
+	struct memcg_gate *g = gate_get(e);
+	size_t n = 0, nheld;
+	int r;
+
+	if (!g)
+		return -ENOMEM;
+	r = gate_prepare(e, g);
+	if (r < 0)
+		return r;
+	if (g->roots.mode == MEMCG_NONE)
+		return 0;
+	for (size_t i = 0; i < e->ncands; i++) {
+		struct candidate c = e->cands[i];
+		const struct policy *pol = e->st[c.proc].policy;
+		int32_t k;
+
+		if (g->cg_of[c.proc] == UNKNOWN)
+			g->cg_of[c.proc] = cg_lookup(e, g, c.proc);
+		k = g->cg_of[c.proc];
+		if (k == NO_LIMIT ||
+		    (!g->cg[k].err &&
+		     memcg_take(&g->cg[k].left, memcg_headroom_bytes(pol ? pol->memcg_headroom_mb : 0, g->ncpus),
+				c.present)))
+			e->cands[n++] = c;
+		else
+			g->held[c.proc]++;
+	}
+	nheld = e->ncands - n;
+	e->ncands = n;
+	if (ps)
+		account(e, g, ps);
+	return nheld > INT32_MAX ? INT32_MAX : (int)nheld;
+}

@@ -25,18 +25,18 @@ int fault_doorbell_open(struct fault_doorbell *d)
 		return -EINVAL;
 	d->fd = calloc((size_t)ncpu, sizeof(*d->fd));
 	d->page = calloc((size_t)ncpu, sizeof(*d->page));
-	d->armed_head = calloc((size_t)ncpu, sizeof(*d->armed_head));
-	if (!d->fd || !d->page || !d->armed_head) {
+	if (!d->fd || !d->page) {
 		fault_doorbell_close(d);
 		return -ENOMEM;
 	}
-	d->map_len = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	d->map_len = (1 + DOORBELL_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
 	attr.sample_period = DOORBELL_PERIOD;
-	attr.sample_type = 0; /* a bare header: all we look at is that it was written */
+	attr.sample_type = PERF_SAMPLE_TID; /* who faulted */
+	attr.wakeup_events = DOORBELL_WAKEUP;
 	attr.exclude_hv = 1;
 	for (int cpu = 0; cpu < ncpu; cpu++) {
 		int fd = perf_event_open(&attr, cpu);
@@ -48,9 +48,10 @@ int fault_doorbell_open(struct fault_doorbell *d)
 			err = -errno;
 			break;
 		}
-		/* PROT_READ only: the kernel overwrites old records and we never
-		 * need to consume them; data_head just keeps moving. */
-		p = mmap(NULL, d->map_len, PROT_READ, MAP_SHARED, fd, 0);
+		/* Writable: we consume records by moving data_tail, so the
+		 * kernel reports what it had to drop (PERF_RECORD_LOST)
+		 * instead of overwriting records silently. */
+		p = mmap(NULL, d->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED) {
 			err = -errno;
 			close(fd);
@@ -82,7 +83,6 @@ void fault_doorbell_close(struct fault_doorbell *d)
 	// NOLINTEND(clang-analyzer-core.NullDereference)
 	free(d->fd);
 	free(d->page);
-	free(d->armed_head);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -93,18 +93,66 @@ static uint64_t head_of(const void *page)
 	return __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 }
 
+/* The records up to here are read: the kernel may overwrite them. */
+static void consume(void *page, uint64_t head)
+{
+	struct perf_event_mmap_page *pg = page;
+
+	__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
+}
+
 void fault_doorbell_arm(struct fault_doorbell *d)
 {
 	for (int i = 0; i < d->ncpu; i++)
-		d->armed_head[i] = head_of(d->page[i]);
+		consume(d->page[i], head_of(d->page[i]));
 }
 
 bool fault_doorbell_rang(const struct fault_doorbell *d)
 {
 	if (d->ncpu == 0)
 		return true;
-	for (int i = 0; i < d->ncpu; i++)
-		if (head_of(d->page[i]) != d->armed_head[i])
+	for (int i = 0; i < d->ncpu; i++) {
+		const struct perf_event_mmap_page *pg = d->page[i];
+
+		if (head_of(pg) != pg->data_tail)
 			return true;
+	}
 	return false;
+}
+
+int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
+{
+	size_t pagesz = d->map_len / (1 + DOORBELL_PAGES);
+
+	if (d->ncpu == 0) {
+		out->lost = true;
+		return -ENODEV;
+	}
+	for (int i = 0; i < d->ncpu; i++) {
+		const struct perf_event_mmap_page *pg = d->page[i];
+		uint64_t head = head_of(pg), tail = pg->data_tail;
+		/* data_offset/data_size exist since Linux 4.1; 0 before. */
+		size_t off = pg->data_offset ? (size_t)pg->data_offset : pagesz;
+		size_t size = pg->data_size ? (size_t)pg->data_size : d->map_len - pagesz;
+		int r;
+
+		if (off > d->map_len || size > d->map_len - off) {
+			out->lost = true;
+			r = 0;
+		} else {
+			r = parse_fault_ring_buf((const uint8_t *)d->page[i] + off, size, tail, head, out);
+		}
+		consume(d->page[i], head);
+		if (r == -EINVAL)
+			out->lost = true;
+		else if (r < 0)
+			return r;
+	}
+	fault_pids_finish(out);
+	return 0;
+}
+
+int fault_doorbell_fd(const struct fault_doorbell *d, int i)
+{
+	return d->fd[i];
 }

@@ -41,6 +41,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->madvise_fn = sys_process_madvise;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
+	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();
 	e->self = getpid();
 	vma_list_init(&e->vmas);
@@ -86,6 +87,11 @@ void engine_free(struct engine *e)
 	free(e->old_blocks);
 	vma_list_free(&e->vmas);
 	proc_table_free(&e->sample);
+	fault_pids_free(&e->faulted);
+	free(e->listing);
+	free(e->fresh);
+	free(e->nomm);
+	free(e->want);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	if (e->procs)
@@ -185,9 +191,10 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
+	/* Looked at first and remembered: a move asks for a full sample. */
+	e->mapped_moved = e->mapped_moved || mapped_watch_moved(&e->mapped, now);
 	return !sampling && e->pending == 0 && e->resume_pid == 0 && e->last_full_pass > 0 &&
-	       now - e->last_full_pass < c->full_rescan_s && !e->doorbell_rang(&e->doorbell) &&
-	       !mapped_watch_moved(&e->mapped, now);
+	       now - e->last_full_pass < c->full_rescan_s && !e->doorbell_rang(&e->doorbell) && !e->mapped_moved;
 }
 
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -206,7 +213,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		e->passes_idle++;
 		return 0;
 	}
-	r = engine_sample(e);
+	r = engine_sample_pass(e, o, ps);
 	if (r < 0)
 		return r;
 	now = e->sample_time;
@@ -247,8 +254,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	for (size_t i = 0; i < e->nst; i++)
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
 			e->pending += e->st[i].nblocks;
-	/* Armed after our own work, so the pass's own faults do not count. */
-	fault_doorbell_arm(&e->doorbell);
+	/* The rings are drained at the start of the next pass: faults during
+	 * this one are not lost, and our own are ignored by PID. */
 	mapped_watch_note(&e->mapped, e->now());
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)

@@ -41,6 +41,9 @@ struct pass_stats {
 	unsigned procs_unchanged; /* skipped at O(1) */
 	unsigned procs_disabled;  /* policy enable = no */
 	unsigned procs_active;    /* active within idle_after_s */
+	unsigned procs_sampled;   /* /proc/PID/stat read to take this pass's sample */
+	bool full_sample;         /* every process sampled (libproc2): first pass,
+				   * lost fault records, memory mapped without faults */
 	uint64_t smaps_reads, pagemap_ops;
 	uint64_t stale_dropped; /* remembered blocks a rescan before collapse
 				 * no longer found candidates (cold, freed...) */
@@ -105,13 +108,23 @@ struct engine {
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
-	struct mapped_watch mapped;                           /* memory populated without faults */
-	double last_full_pass;                                /* monotonic seconds */
-	size_t pending;                                       /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;                                     /* a pass ran out of time: the next scans from here */
-	uint64_t passes_idle;                                 /* passes skipped by the doorbell */
-	struct pass_stats total;                              /* since start */
-	struct pass_stats last;                               /* the last pass */
+	/* Who faulted: fault_doorbell_drain() by default; injectable. */
+	int (*doorbell_drain)(struct fault_doorbell *, struct fault_pids *);
+	struct fault_pids faulted;            /* scratch: this pass's faulting PIDs */
+	pid_t *listing, *fresh, *nomm, *want; /* scratch PID sets (sample_set.h) */
+	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
+	double last_listing; /* monotonic seconds of the last /proc readdir */
+	pid_t roll_pid;      /* the rolling rescan's cursor */
+	bool mapped_moved;   /* seen by pass_can_idle(), for the sample */
+	uint64_t full_samples, partial_samples, stat_reads;
+	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
+	struct mapped_watch mapped; /* memory populated without faults */
+	double last_full_pass;      /* monotonic seconds */
+	size_t pending;             /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;           /* a pass ran out of time: the next scans from here */
+	uint64_t passes_idle;       /* passes skipped by the doorbell */
+	struct pass_stats total;    /* since start */
+	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	double (*now)(void);           /* monotonic seconds; injectable */
@@ -127,6 +140,13 @@ void engine_set_config(struct engine *e, const struct config *cfg);
 /* Takes a sample of every process (e->enumerate), updating activity. The
  * first one only sets the baseline. Returns 0 or -errno. (proc_table.c) */
 int engine_sample(struct engine *e);
+
+/* The sample of one pass: only what changed (sample_set.h) when the fault
+ * doorbell says who faulted; every process (engine_sample) when it cannot,
+ * when records were lost, when mapped memory moved without faults, or
+ * for a --pid or --once pass. Sets ps->full_sample and ps->procs_sampled.
+ * Returns 0 or -errno. (proc_table.c) */
+int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
 
 /* One pass (samples again first). Returns 0 or -errno on a fatal error. */
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "sample_set.h"
 #include "vma_eligibility.h"
 
 /* The identity of a VMA, as far as the kernel's EINVAL is concerned: its
@@ -165,6 +166,10 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	struct proc_sample now_stat;
 	int dirfd, r;
 
+	/* Too small for a 2 MiB block after its first look: costs nothing
+	 * until it grows (its faults name it to the sample). */
+	if (proc_state_small(s) && !maps_changed && !force && !o->unlimited && s->policy)
+		changed = due = false;
 	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
 		ps->procs_unchanged++;
 		return;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -26,7 +27,10 @@ struct service {
 	struct engine engine;
 	struct khugepaged_saved khp;
 	sd_event *event;
-	sd_event_source *pass_source; /* a timer, or a defer source back to back */
+	sd_event_source *pass_source; /* a timer (back to back: the fallback tick) */
+	sd_event_source *again;       /* back to back: the next pass right away */
+	sd_event_source **bell;       /* back to back: one per doorbell fd */
+	int nbell;
 	bool back_to_back;
 	bool metrics_failed; /* logged once until it works again */
 	double max_pass_s;   /* bound on one dispatch: a quarter of the watchdog */
@@ -97,6 +101,86 @@ static bool run_pass(struct service *s)
 	return ps.idle;
 }
 
+/* Back to back (scan_interval_ms = 0), a pass runs when something
+ * happened, never in a loop over nothing: when the fault doorbell's poll
+ * wakes (DOORBELL_WAKEUP samples on one CPU), on a tick (BACK_TO_BACK_TICK_S:
+ * memory mapped without faults, the rolling rescan, work left over), and
+ * right away again only after a pass that collapsed something or ran out
+ * of time. Without a doorbell, the tick is all there is. */
+#define BACK_TO_BACK_TICK_S      0.5
+#define BACK_TO_BACK_TICK_NOBELL 0.01
+
+static uint64_t tick_usec(const struct service *s)
+{
+	if (!s->back_to_back)
+		return interval_usec(s);
+	return (uint64_t)((s->nbell ? BACK_TO_BACK_TICK_S : BACK_TO_BACK_TICK_NOBELL) * 1e6);
+}
+
+static void back_to_back_pass(struct service *s)
+{
+	bool idle = run_pass(s);
+	const struct engine *e = &s->engine;
+
+	if (!idle && (e->last.collapsed_bytes || e->resume_pid))
+		sd_event_source_set_enabled(s->again, SD_EVENT_ONESHOT);
+}
+
+static int on_again(sd_event_source *src, void *userdata)
+{
+	(void)src;
+	back_to_back_pass(userdata);
+	return 0;
+}
+
+static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct service *s = userdata;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	s->engine.doorbell_wakeups++;
+	back_to_back_pass(s);
+	return 0;
+}
+
+static void drop_pass_sources(struct service *s)
+{
+	s->pass_source = sd_event_source_disable_unref(s->pass_source);
+	s->again = sd_event_source_disable_unref(s->again);
+	for (int i = 0; i < s->nbell; i++)
+		sd_event_source_disable_unref(s->bell[i]);
+	free(s->bell);
+	s->bell = NULL;
+	s->nbell = 0;
+}
+
+static int add_doorbell_sources(struct service *s)
+{
+	const struct fault_doorbell *d = &s->engine.doorbell;
+	int r;
+
+	s->bell = calloc((size_t)(d->ncpu > 0 ? d->ncpu : 1), sizeof(*s->bell));
+	if (!s->bell)
+		return -ENOMEM;
+	for (int i = 0; i < d->ncpu; i++) {
+		r = sd_event_add_io(s->event, &s->bell[i], fault_doorbell_fd(d, i), EPOLLIN, on_doorbell, s);
+		if (r < 0)
+			return r;
+		s->nbell++;
+		r = sd_event_source_set_priority(s->bell[i], SD_EVENT_PRIORITY_IDLE);
+		if (r < 0)
+			return r;
+	}
+	r = sd_event_add_defer(s->event, &s->again, on_again, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->again, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_source_set_priority(s->again, SD_EVENT_PRIORITY_IDLE);
+	return r;
+}
+
 /* The next pass is an interval after this one ends, so a slow pass never
  * queues up passes behind it. */
 static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
@@ -104,47 +188,33 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	struct service *s = userdata;
 
 	(void)usec;
-	run_pass(s);
-	sd_event_source_set_time_relative(src, interval_usec(s));
+	if (s->back_to_back)
+		back_to_back_pass(s);
+	else
+		run_pass(s);
+	sd_event_source_set_time_relative(src, tick_usec(s));
 	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 	return 0;
 }
 
-/* Back to back, idle passes (a few loads each) run in a batch of up to
- * 1 ms per dispatch: one trip through the event loop costs more than many
- * idle passes, and 1 ms does not delay signals noticeably. */
-static int on_pass_defer(sd_event_source *src, void *userdata)
-{
-	double until = monotonic_seconds() + 0.001;
-
-	(void)src;
-	while (run_pass(userdata) && monotonic_seconds() < until)
-		;
-	return 0;
-}
-
-/* scan_interval_ms = 0 runs passes back to back from a defer source, which
- * fires on every loop iteration without re-arming a timer: timerfd_settime
- * was most of the cost of an idle pass. At idle priority, signals and the
- * watchdog always go first. Called at start and after a reload. */
+/* Passes run from a timer every scan_interval_ms, or back to back (see
+ * above). At idle priority, signals and the watchdog always go first.
+ * Called at start and after a reload. */
 static int schedule_passes(struct service *s)
 {
 	bool back_to_back = interval_usec(s) == 0;
-	int r;
+	int r = 0;
 
 	if (s->pass_source && s->back_to_back == back_to_back)
 		return 0;
-	s->pass_source = sd_event_source_disable_unref(s->pass_source);
+	drop_pass_sources(s);
 	s->back_to_back = back_to_back;
-	if (back_to_back) {
-		r = sd_event_add_defer(s->event, &s->pass_source, on_pass_defer, s);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(s->pass_source, SD_EVENT_ON);
-	} else {
-		/* Accuracy 1 us: 0 would mean sd-event's default of 250 ms. */
-		r = sd_event_add_time_relative(s->event, &s->pass_source, CLOCK_MONOTONIC, interval_usec(s), 1,
+	if (back_to_back)
+		r = add_doorbell_sources(s);
+	/* Accuracy 1 us: 0 would mean sd-event's default of 250 ms. */
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->event, &s->pass_source, CLOCK_MONOTONIC, tick_usec(s), 1,
 					       on_pass_timer, s);
-	}
 	if (r >= 0)
 		r = sd_event_source_set_priority(s->pass_source, SD_EVENT_PRIORITY_IDLE);
 	return r;
@@ -291,7 +361,7 @@ int service_run(const char *config_path)
 out:
 	/* Release our descriptors first: restoring opens sysfs files, and a
 	 * start that failed for want of descriptors must still restore. */
-	sd_event_source_disable_unref(s.pass_source);
+	drop_pass_sources(&s);
 	sd_event_unref(s.event);
 	if (s.engine.procs)
 		engine_free(&s.engine);

@@ -89,11 +89,12 @@ static bool run_pass(struct service *s)
 			 "collapse %.1f ms",
 			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
 			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
-	/* Every pass is reported, except idle passes less than a second apart
-	 * at intervals under 100 ms: back to back there are millions a second,
-	 * and writing the file would cost more than the passes. */
+	/* Every pass is reported, except passes less than a second apart that
+	 * collapsed nothing, at intervals under 100 ms: back to back the
+	 * doorbell may wake tens of passes a second on a busy machine, and
+	 * writing the file would cost more than the passes. */
 	now = monotonic_seconds();
-	if (!ps.idle || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
+	if (ps.collapsed_bytes || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
 		write_metrics(s);
 		notify_status(s);
 		s->last_report = now;

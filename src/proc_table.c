@@ -256,6 +256,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	struct sample_request rq = {.faulted = &e->faulted, .self = e->self};
 	int r;
 
+	ps->full_sample = false;
 	fault_pids_reset(&e->faulted);
 	/* Drained on every pass, so the rings never fill while we sample
 	 * everything anyway; -ENODEV (no doorbell) sets lost. */

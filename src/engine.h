@@ -115,6 +115,7 @@ struct engine {
 	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
 	double last_listing; /* monotonic seconds of the last /proc readdir */
 	pid_t roll_pid;      /* the rolling rescan's cursor */
+	double roll_credit;  /* processes the slice owes (fractions carry over) */
 	bool mapped_moved;   /* seen by pass_can_idle(), for the sample */
 	uint64_t full_samples, partial_samples, stat_reads;
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */

@@ -283,8 +283,13 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	}
 	rq.fresh = e->fresh;
 	rq.nfresh = e->nfresh;
-	/* Every process at least once per full_rescan_s: */
-	rq.roll = (size_t)((double)e->nst * dt / (c->full_rescan_s ? c->full_rescan_s : 1) + 0.999);
+	/* Every process once per full_rescan_s, at an even rate: the slice
+	 * carries its fraction over to the next pass. */
+	e->roll_credit += (double)e->nst * dt / (c->full_rescan_s ? c->full_rescan_s : 1);
+	if (e->roll_credit > (double)e->nst + 1)
+		e->roll_credit = (double)e->nst + 1;
+	rq.roll = (size_t)e->roll_credit;
+	e->roll_credit -= (double)rq.roll;
 	r = sample_set_build(e->st, e->nst, &rq, &e->roll_pid, &e->want, &e->nwant, &e->capwant);
 	if (r < 0)
 		return r;

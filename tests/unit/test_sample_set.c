@@ -296,16 +296,22 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(ps.procs_sampled, 4);
 	assert_int_equal(e.nnomm, 1);
 
-	/* Nothing faulted, 0.5 s later: no listing, a slice of one (the
-	 * table has 7: ceil(7 * 0.5 / 6) = 1), that is 200. */
+	/* Nothing faulted, 0.5 s later: no listing, and the slice owes
+	 * 7 * 0.5 / 6 = 0.58 of a process: none read, the fraction carries
+	 * over; 0.5 s later it owes 1.17: one, 200. */
 	fake_time = 101.5;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
+	assert_int_equal(ps.procs_sampled, 0);
+	fake_time = 102;
+	write_stat(200, 7, 64 << 20);
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 1);
+	assert_int_equal(minflt_of(&e, 200), 7);
 
 	/* 500 exits; 1 s later the listing sweeps it and does not read the
 	 * kernel thread again. */
 	remove_proc(500);
-	fake_time = 102.5;
+	fake_time = 103;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_null(engine_find(&e, 500));
 	assert_int_equal(e.nst, 6);
@@ -313,7 +319,7 @@ static void test_sample_pass(void **unused)
 
 	/* Lost records: everyone. */
 	drain_lost = true;
-	fake_time = 103;
+	fake_time = 103.5;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_true(ps.full_sample);
 	assert_int_equal(full_samples_taken, 2);

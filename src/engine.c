@@ -191,10 +191,12 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	/* Looked at first and remembered: a move asks for a full sample. */
+	if (sampling || e->pending || e->resume_pid || e->last_full_pass <= 0 ||
+	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell))
+		return false;
+	/* Remembered: a move asks for a full sample. */
 	e->mapped_moved = e->mapped_moved || mapped_watch_moved(&e->mapped, now);
-	return !sampling && e->pending == 0 && e->resume_pid == 0 && e->last_full_pass > 0 &&
-	       now - e->last_full_pass < c->full_rescan_s && !e->doorbell_rang(&e->doorbell) && !e->mapped_moved;
+	return !e->mapped_moved;
 }
 
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -256,7 +258,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 			e->pending += e->st[i].nblocks;
 	/* The rings are drained at the start of the next pass: faults during
 	 * this one are not lost, and our own are ignored by PID. */
-	mapped_watch_note(&e->mapped, e->now());
+	if (!e->mapped.known)
+		mapped_watch_note(&e->mapped, e->now());
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		e->total.results[i] += ps->results[i];

@@ -117,6 +117,7 @@ struct engine {
 	pid_t roll_pid;      /* the rolling rescan's cursor */
 	double roll_credit;  /* processes the slice owes (fractions carry over) */
 	bool mapped_moved;   /* seen by pass_can_idle(), for the sample */
+	double last_full_sample;
 	uint64_t full_samples, partial_samples, stat_reads;
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
 	struct mapped_watch mapped; /* memory populated without faults */

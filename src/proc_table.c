@@ -244,9 +244,14 @@ static int remember_nomm(struct engine *e)
 	return pids_add(&e->nomm, &e->nnomm, &e->capnomm, e->fresh, w);
 }
 
-static bool full_sample_needed(struct engine *e, const struct pass_options *o)
+/* A full sample costs about 15 us per process: memory mapped without
+ * faults asks for one at most this often (the move stays remembered). */
+#define MAPPED_FULL_SAMPLE_S 5.0
+
+static bool full_sample_needed(struct engine *e, const struct pass_options *o, double now)
 {
-	return e->sample_time == 0 || o->npids || o->unlimited || e->faulted.lost || e->mapped_moved;
+	return e->sample_time == 0 || o->npids || o->unlimited || e->faulted.lost ||
+	       (e->mapped_moved && now - e->last_full_sample >= MAPPED_FULL_SAMPLE_S);
 }
 
 int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -263,8 +268,12 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	r = e->doorbell_drain(&e->doorbell, &e->faulted);
 	if (r == -ENOMEM)
 		return r;
-	if (full_sample_needed(e, o)) {
+	/* Growth the faults explain is not "mapped without faults". */
+	mapped_watch_faulted(&e->mapped, e->faulted.samples * DOORBELL_PERIOD * 4);
+	e->mapped_moved = e->mapped_moved || mapped_watch_moved(&e->mapped, now);
+	if (full_sample_needed(e, o, now)) {
 		e->mapped_moved = false;
+		e->last_full_sample = now;
 		e->last_listing = now;
 		e->nfresh = 0;
 		e->full_samples++;

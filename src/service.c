@@ -29,6 +29,7 @@ struct service {
 	sd_event *event;
 	sd_event_source *pass_source; /* a timer (back to back: the fallback tick) */
 	sd_event_source *again;       /* back to back: the next pass right away */
+	sd_event_source *rearm;       /* back to back: listen to the doorbell again */
 	sd_event_source **bell;       /* back to back: one per doorbell fd */
 	int nbell;
 	bool back_to_back;
@@ -134,6 +135,18 @@ static int on_again(sd_event_source *src, void *userdata)
 	return 0;
 }
 
+static void set_bells(struct service *s, int enabled)
+{
+	for (int i = 0; i < s->nbell; i++)
+		sd_event_source_set_enabled(s->bell[i], enabled);
+}
+
+/* Faults arrive in floods on a busy machine (a build wakes the doorbell
+ * hundreds of times a second): after a pass the doorbell is not listened
+ * to for BELL_GAP_S, and what rang meanwhile wakes the loop right after
+ * (epoll asks perf again when the fds are added back). */
+#define BELL_GAP_S 0.02
+
 static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct service *s = userdata;
@@ -143,6 +156,17 @@ static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *use
 	(void)revents;
 	s->engine.doorbell_wakeups++;
 	back_to_back_pass(s);
+	set_bells(s, SD_EVENT_OFF);
+	sd_event_source_set_time_relative(s->rearm, (uint64_t)(BELL_GAP_S * 1e6));
+	sd_event_source_set_enabled(s->rearm, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	set_bells(userdata, SD_EVENT_ON);
 	return 0;
 }
 
@@ -150,6 +174,7 @@ static void drop_pass_sources(struct service *s)
 {
 	s->pass_source = sd_event_source_disable_unref(s->pass_source);
 	s->again = sd_event_source_disable_unref(s->again);
+	s->rearm = sd_event_source_disable_unref(s->rearm);
 	for (int i = 0; i < s->nbell; i++)
 		sd_event_source_disable_unref(s->bell[i]);
 	free(s->bell);
@@ -179,6 +204,11 @@ static int add_doorbell_sources(struct service *s)
 		r = sd_event_source_set_enabled(s->again, SD_EVENT_OFF);
 	if (r >= 0)
 		r = sd_event_source_set_priority(s->again, SD_EVENT_PRIORITY_IDLE);
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->event, &s->rearm, CLOCK_MONOTONIC, (uint64_t)(BELL_GAP_S * 1e6), 1,
+					       on_rearm, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->rearm, SD_EVENT_OFF);
 	return r;
 }
 

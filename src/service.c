@@ -93,7 +93,7 @@ static bool run_pass(struct service *s)
 	/* Every pass is reported, except passes less than a second apart that
 	 * collapsed nothing, at intervals under 100 ms: back to back the
 	 * doorbell may wake tens of passes a second on a busy machine, and
-	 * writing the file would cost more than the passes. */
+	 * writing the file (with fsync) costs more than the passes. */
 	now = monotonic_seconds();
 	if (ps.collapsed_bytes || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
 		write_metrics(s);

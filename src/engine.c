@@ -226,15 +226,20 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	while (first < e->nst && e->st[first].pid < e->resume_pid)
 		first++;
 	e->resume_pid = 0;
+	unsigned scanned = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
 
 		if (!pid_filter_match(&f, e->st[i].pid))
 			continue;
-		if ((o->interrupted && o->interrupted()) || (o->max_seconds > 0 && e->now() - t0 > o->max_seconds)) {
+		/* Asked after a rescan, and every 64 processes: most are
+		 * unchanged and cost less than the question (a system call). */
+		if ((scanned != ps->procs_scanned || k % 64 == 0) &&
+		    ((o->interrupted && o->interrupted()) || (o->max_seconds > 0 && e->now() - t0 > o->max_seconds))) {
 			e->resume_pid = e->st[i].pid;
 			break;
 		}
+		scanned = ps->procs_scanned;
 		ps->procs_total++;
 		rescan_visit(e, &e->st[i], o, ps, now, false);
 		if (e->st[i].policy && !e->st[i].policy->enable)

@@ -9,11 +9,6 @@
 #include "grow.h"
 #include "sample_set.h"
 
-/* New and exited processes are found by a readdir of /proc at most this
- * often (0.35 us per process); a new process that faults is found sooner,
- * by the doorbell. */
-#define LISTING_PERIOD_S 1.0
-
 /* A process counts as active when it used this much CPU per second, or
  * faulted at all, since the last sample. */
 #define ACTIVE_CPU 0.01
@@ -143,6 +138,29 @@ int proc_states_update(struct proc_state **pst, size_t *pn, size_t *pcap, const 
 	return 0;
 }
 
+/* st[0..known) and st[known..n) are each sorted by pid (the sample is):
+ * merges them from the back, with the few new ones aside, instead of
+ * sorting the whole table every pass. */
+static int merge_new(struct proc_state *st, size_t known, size_t n)
+{
+	size_t nnew = n - known, i = known, j = nnew, w = n;
+	struct proc_state *add = malloc(nnew * sizeof(*add));
+
+	if (!add) { /* correct, only slower */
+		qsort(st, n, sizeof(*st), cmp_state);
+		return 0;
+	}
+	memcpy(add, st + known, nnew * sizeof(*add));
+	while (j > 0) {
+		if (i > 0 && st[i - 1].pid > add[j - 1].pid)
+			st[--w] = st[--i];
+		else
+			st[--w] = add[--j];
+	}
+	free(add);
+	return 0;
+}
+
 int proc_states_merge(struct proc_state **pst, size_t *pn, size_t *pcap, const struct proc_table *sample, long hz,
 		      double now)
 {
@@ -163,10 +181,8 @@ int proc_states_merge(struct proc_state **pst, size_t *pn, size_t *pcap, const s
 			state_init(&(*pst)[n++], p, now);
 		}
 	}
-	if (n != known)
-		qsort(*pst, n, sizeof(**pst), cmp_state);
 	*pn = n;
-	return 0;
+	return n != known ? merge_new(*pst, known, n) : 0;
 }
 
 int proc_states_sweep(struct proc_state *st, size_t *pn, const pid_t *alive, size_t nalive, pid_t **fresh,

@@ -162,6 +162,8 @@ static void test_merge_and_sweep(void **unused)
 
 /* ---- engine_sample_pass on a fixture /proc ----------------------------- */
 
+#define L LISTING_PERIOD_S
+
 static char root[64];
 static double fake_time;
 static double fake_clock(void)
@@ -258,7 +260,7 @@ static void test_sample_pass(void **unused)
 		write_stat(pid, 1, 64 << 20);
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
-	cfg.full_rescan_s = 6;
+	cfg.full_rescan_s = 6 * L; /* the rolling slice: one process per L */
 	assert_int_equal(engine_init(&e, &cfg), 0);
 	e.proc_root = root;
 	e.enumerate = fixture_enumerate;
@@ -273,15 +275,15 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(e.nst, 6);
 
 	/* Every process faulted in the fixture; the doorbell names 200 and
-	 * 600 (ourselves), and a new process 700. One second of six: the
-	 * rolling slice is one process, from the start of the table. */
+	 * 600 (ourselves), and a new process 700. L of 6 L: the rolling slice
+	 * is one process, from the start of the table. The listing is due. */
 	for (pid_t pid = 100; pid <= 700; pid += 100)
 		write_stat(pid, 5, 64 << 20);
 	drain_pids[0] = 200;
 	drain_pids[1] = 600;
 	drain_pids[2] = 700;
 	ndrain = 3;
-	fake_time = 101;
+	fake_time = 100 + L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_false(ps.full_sample);
 	assert_int_equal(full_samples_taken, 1);
@@ -296,22 +298,23 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(ps.procs_sampled, 4);
 	assert_int_equal(e.nnomm, 1);
 
-	/* Nothing faulted, 0.5 s later: no listing, and the slice owes
+	/* Nothing faulted, L / 2 later: no listing, and the slice owes
 	 * 7 * 0.5 / 6 = 0.58 of a process: none read, the fraction carries
-	 * over; 0.5 s later it owes 1.17: one, 200. */
-	fake_time = 101.5;
+	 * over; L / 2 later it owes 1.17: one, 200 (and the listing finds
+	 * nothing new: the kernel thread is remembered). */
+	fake_time = 100 + 1.5 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 0);
-	fake_time = 102;
+	fake_time = 100 + 2 * L;
 	write_stat(200, 7, 64 << 20);
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 1);
 	assert_int_equal(minflt_of(&e, 200), 7);
 
-	/* 500 exits; 1 s later the listing sweeps it and does not read the
+	/* 500 exits; L later the listing sweeps it and does not read the
 	 * kernel thread again. */
 	remove_proc(500);
-	fake_time = 103;
+	fake_time = 100 + 3 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_null(engine_find(&e, 500));
 	assert_int_equal(e.nst, 6);
@@ -319,7 +322,7 @@ static void test_sample_pass(void **unused)
 
 	/* Lost records: everyone. */
 	drain_lost = true;
-	fake_time = 103.5;
+	fake_time = 100 + 3.5 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_true(ps.full_sample);
 	assert_int_equal(full_samples_taken, 2);

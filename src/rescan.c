@@ -166,10 +166,14 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	/* Too small for a 2 MiB block after its first look: costs nothing
-	 * until it grows (its faults name it to the sample). */
-	if (proc_state_small(s) && !maps_changed && !force && !o->unlimited && s->policy)
-		changed = due = false;
+	/* Too small for a 2 MiB block (like the short-lived processes of a
+	 * shell, cron or a health check): not even a first look until it
+	 * grows (its faults name it to the sample); after one, not again until
+	 * it grows or its maps change. */
+	if (proc_state_small(s) && !force && !o->unlimited && (!s->scanned || !maps_changed)) {
+		ps->procs_unchanged++;
+		return;
+	}
 	if (!changed && !due && !sample_due && !force && !o->unlimited && s->policy) {
 		ps->procs_unchanged++;
 		return;

@@ -8,7 +8,7 @@
 
 bool proc_state_small(const struct proc_state *s)
 {
-	return s->scanned && s->prev.rss_pages < SMALL_RSS_PAGES;
+	return s->prev.rss_pages < SMALL_RSS_PAGES;
 }
 
 static int cmp_pid(const void *a, const void *b)

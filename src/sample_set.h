@@ -36,7 +36,8 @@ struct sample_request {
 	size_t roll; /* table positions the rolling slice covers */
 };
 
-/* True if s is known to be too small for a candidate (looked at once). */
+/* True if s is too small for a candidate: RSS (file pages included) under
+ * 2 MiB at its last sample. */
 bool proc_state_small(const struct proc_state *s);
 
 /* Sets *out (sorted, unique) to the PIDs to read this pass, and moves the

@@ -8,6 +8,7 @@ packages=(
 	libclang-rt-14-dev # clang's ASan, UBSan and libFuzzer runtimes (only recommended by clang)
 	libproc2-dev libinih-dev libsystemd-dev libcmocka-dev
 	jq man-db procps libcap2-bin strace util-linux
+	gnuplot-nox # bench/plot.sh: the benchmark plots
 	debootstrap systemd-container
 )
 missing=()

@@ -54,14 +54,15 @@ int sample_set_build(const struct proc_state *st, size_t n, const struct sample_
 		first++;
 	if (first == n)
 		first = 0; /* past the last PID: wrap around */
+	/* first < n and roll <= n: one wrap at most. */
 	for (size_t j = 0; j < roll && r == 0; j++) {
-		const struct proc_state *s = &st[(first + j) % n];
+		size_t at = first + j < n ? first + j : first + j - n;
 
-		if (!proc_state_small(s))
-			r = push(out, &k, capout, s->pid);
+		if (!proc_state_small(&st[at]))
+			r = push(out, &k, capout, st[at].pid);
 	}
 	if (n)
-		*roll_pid = st[(first + roll) % n].pid;
+		*roll_pid = st[first + roll < n ? first + roll : first + roll - n].pid;
 	if (r < 0)
 		return r;
 	k = sort_unique(*out, k);

@@ -187,7 +187,7 @@ static int add_doorbell_sources(struct service *s)
 	const struct fault_doorbell *d = &s->engine.doorbell;
 	int r;
 
-	s->bell = calloc((size_t)(d->ncpu > 0 ? d->ncpu : 1), sizeof(*s->bell));
+	s->bell = calloc((size_t)(d->ncpu > 0 ? d->ncpu : 1), sizeof(sd_event_source *));
 	if (!s->bell)
 		return -ENOMEM;
 	for (int i = 0; i < d->ncpu; i++) {

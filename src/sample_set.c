@@ -47,8 +47,10 @@ int sample_set_build(const struct proc_state *st, size_t n, const struct sample_
 		r = push(out, &k, capout, rq->faulted->pid[i]);
 	for (size_t i = 0; i < rq->nfresh && r == 0; i++)
 		r = push(out, &k, capout, rq->fresh[i]);
+	/* Holding candidates, or due for a first look: the score wants
+	 * activity measured up to now. */
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (st[i].nblocks)
+		if (st[i].nblocks || (!st[i].scanned && !proc_state_small(&st[i])))
 			r = push(out, &k, capout, st[i].pid);
 	while (first < n && st[first].pid < *roll_pid)
 		first++;
@@ -58,8 +60,7 @@ int sample_set_build(const struct proc_state *st, size_t n, const struct sample_
 	for (size_t j = 0; j < roll && r == 0; j++) {
 		size_t at = first + j < n ? first + j : first + j - n;
 
-		if (!proc_state_small(&st[at]))
-			r = push(out, &k, capout, st[at].pid);
+		r = push(out, &k, capout, st[at].pid);
 	}
 	if (n)
 		*roll_pid = st[first + roll < n ? first + roll : first + roll - n].pid;

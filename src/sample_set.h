@@ -6,11 +6,12 @@
  *   hold is a new process);
  * - the new PIDs of the last /proc listing (procs_list_pids, swept against
  *   the table), unless known to have no memory (kernel threads, zombies);
- * - every process that holds candidate blocks: its activity feeds the
- *   score;
+ * - every process that holds candidate blocks or is due for its first
+ *   look: its activity feeds the score;
  * - a slice of the table, from a rolling cursor, so that every process is
- *   read at least once per full_rescan_s; except processes too small to
- *   hold a 2 MiB candidate (they are read again when they fault).
+ *   read at least once per full_rescan_s: one that grew by fewer faults
+ *   than the doorbell samples is seen then. A process too small to hold a
+ *   2 MiB block costs just that stat read (rescan.h: no smaps).
  * Everything else costs nothing. PID sets are sorted arrays of pid_t. */
 #pragma once
 #include <stddef.h>

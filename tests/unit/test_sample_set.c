@@ -52,9 +52,9 @@ static void test_build(void **unused)
 	state(&st[5], 60, 10000, true, 0);
 	assert_int_equal(sample_set_build(st, 6, &rq, &roll, &out, &nout, &cap), 0);
 	/* faulted 20, 500 (new), not 99 (self); fresh 77; 30 (candidates);
-	 * slice from 40: 40 (small, skipped), 50. */
-	pid_t want[] = {20, 30, 50, 77, 500};
-	assert_int_equal(nout, 5);
+	 * slice from 40: 40 (small: a stat read is all it costs), 50. */
+	pid_t want[] = {20, 30, 40, 50, 77, 500};
+	assert_int_equal(nout, 6);
 	for (size_t i = 0; i < nout; i++)
 		assert_int_equal(out[i], want[i]);
 	assert_int_equal(roll, 60);
@@ -73,7 +73,7 @@ static void test_build(void **unused)
 	roll = 1000;
 	rq.roll = 100;
 	assert_int_equal(sample_set_build(st, 6, &rq, &roll, &out, &nout, &cap), 0);
-	assert_int_equal(nout, 5);
+	assert_int_equal(nout, 6);
 	free(out);
 }
 
@@ -246,6 +246,14 @@ static uint64_t minflt_of(const struct engine *e, pid_t pid)
 	return s->prev.minflt;
 }
 
+static struct proc_state *engine_find_mut(struct engine *e, pid_t pid)
+{
+	struct proc_state *s = proc_state_find(e->st, e->nst, pid);
+
+	assert_non_null(s);
+	return s;
+}
+
 static void test_sample_pass(void **unused)
 {
 	struct pass_options o = {0};
@@ -273,6 +281,10 @@ static void test_sample_pass(void **unused)
 	assert_true(ps.full_sample);
 	assert_int_equal(full_samples_taken, 1);
 	assert_int_equal(e.nst, 6);
+	/* Before its first look a process is sampled every pass (its score
+	 * needs fresh activity): 400 stays so, the others had theirs. */
+	for (size_t i = 0; i < e.nst; i++)
+		e.st[i].scanned = e.st[i].pid != 400;
 
 	/* Every process faulted in the fixture; the doorbell names 200 and
 	 * 600 (ourselves), and a new process 700. L of 6 L: the rolling slice
@@ -290,12 +302,14 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(minflt_of(&e, 200), 5);
 	assert_int_equal(minflt_of(&e, 700), 5); /* new */
 	assert_int_equal(minflt_of(&e, 300), 1); /* not read */
-	assert_int_equal(minflt_of(&e, 400), 1);
+	assert_int_equal(minflt_of(&e, 400), 5); /* no first look yet */
+	engine_find_mut(&e, 400)->scanned = true;
+	engine_find_mut(&e, 700)->scanned = true;
 	assert_int_equal(minflt_of(&e, 500), 1);
 	assert_int_equal(minflt_of(&e, 600), 1); /* our own faults mean nothing */
 	assert_int_equal(minflt_of(&e, 100), 5); /* the slice */
 	/* The listing found kernel thread 2 (read once, remembered). */
-	assert_int_equal(ps.procs_sampled, 4);
+	assert_int_equal(ps.procs_sampled, 5);
 	assert_int_equal(e.nnomm, 1);
 
 	/* Nothing faulted, L / 2 later: no listing, and the slice owes
@@ -321,12 +335,13 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(e.nfresh, 0);
 
 	/* Lost records: everyone. */
+	write_stat(400, 9, 64 << 20);
 	drain_lost = true;
 	fake_time = 100 + 3.5 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_true(ps.full_sample);
 	assert_int_equal(full_samples_taken, 2);
-	assert_int_equal(minflt_of(&e, 400), 5);
+	assert_int_equal(minflt_of(&e, 400), 9);
 	/* --once: everyone. */
 	o.unlimited = true;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);

@@ -26,7 +26,7 @@ double monotonic_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int enumerate_procs(void *ctx, struct proc_table *out)
+int engine_enumerate_procs(void *ctx, struct proc_table *out)
 {
 	return procs_sample(ctx, out);
 }
@@ -55,7 +55,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		budget_free(&e->budget);
 		return r;
 	}
-	e->enumerate = enumerate_procs;
+	e->enumerate = engine_enumerate_procs;
 	e->enumerate_ctx = e->procs;
 	r = range_scanner_init(&e->scanner);
 	if (r < 0) {

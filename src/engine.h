@@ -165,4 +165,6 @@ struct engine_view {
 	size_t ncands;
 };
 struct engine_view engine_view(const struct engine *e);
+/* The default enumerator: procs_sample() on ctx (a struct procs). */
+int engine_enumerate_procs(void *ctx, struct proc_table *out);
 double monotonic_seconds(void);

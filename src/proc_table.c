@@ -264,9 +264,18 @@ static int remember_nomm(struct engine *e)
  * faults asks for one at most this often (the move stays remembered). */
 #define MAPPED_FULL_SAMPLE_S 5.0
 
+/* An injected enumerator with the real doorbell: the partial path would
+ * read the real /proc (or a fixture root) behind the enumerator's back, so
+ * such a test sees every pass sample through its enumerator. A test that
+ * injects the doorbell too gets the partial path. */
+static bool enumerator_only(const struct engine *e)
+{
+	return e->enumerate != engine_enumerate_procs && e->doorbell_drain == fault_doorbell_drain;
+}
+
 static bool full_sample_needed(struct engine *e, const struct pass_options *o, double now)
 {
-	return e->sample_time == 0 || o->npids || o->unlimited || e->faulted.lost ||
+	return e->sample_time == 0 || o->npids || o->unlimited || e->faulted.lost || enumerator_only(e) ||
 	       (e->mapped_moved && now - e->last_full_sample >= MAPPED_FULL_SAMPLE_S);
 }
 

@@ -5,7 +5,10 @@
 #                      number of idle processes (plus a ticker), next to
 #                      khugepaged's CPU at its defaults (scaling.dat);
 #   time_to_huge.svg   percent huge over time of a process that turns hot,
-#                      at each of those sizes (tth_scale_N.dat).
+#                      at each of those sizes (tth_scale_N.dat);
+#   time_to_huge_seed.svg  the seed scenario's hot2 under khugepaged at its
+#                      defaults, at an equal budget, and hugecollapsed
+#                      (tth_seed_SETUP_VARIANT.dat).
 # Needs gnuplot (Debian: gnuplot-nox, installed by scripts/deps.sh).
 set -euo pipefail
 
@@ -55,6 +58,34 @@ set output "$DIR/time_to_huge.svg"
 set title "A 128 MiB process turns hot: hugecollapsed, default settings"
 set xlabel "seconds since the process was ready"
 set ylabel "% of its buffer PMD-mapped"
+set yrange [0:105]
+set key bottom right
+set grid
+plot $plot
+EOG
+fi
+# The seed scenario: hot2 (started after hot1 and a cold task) under
+# khugepaged at its defaults (a), khugepaged at hugecollapsed's budget (b)
+# and hugecollapsed (c); seconds of hot2's own life, % of it huge.
+plot=
+for f in "$DIR"/tth_seed_[abc]_*.dat; do
+	[[ -s $f ]] || continue
+	base=${f##*/tth_seed_}
+	base=${base%.dat}
+	case ${base%%_*} in
+	a) label="khugepaged, defaults" ;;
+	b) label="khugepaged, equal budget" ;;
+	*) label="hugecollapsed" ;;
+	esac
+	plot+="${plot:+, }\"$f\" using 1:3 with linespoints lw 2 title \"$label (MADV_${base#*_} cold task)\""
+done
+if [[ -n $plot ]]; then
+	gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/time_to_huge_seed.svg"
+set title "hot2 after hot1 and a cold task (128 MiB each): % PMD-mapped over time"
+set xlabel "seconds of hot2's life"
+set ylabel "% of hot2's buffer PMD-mapped"
 set yrange [0:105]
 set key bottom right
 set grid

@@ -195,7 +195,10 @@ static bool pass_can_idle(struct engine *e, double now)
 	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell))
 		return false;
 	/* Remembered: a move asks for a full sample. */
-	e->mapped_moved = e->mapped_moved || mapped_watch_moved(&e->mapped, now);
+	if (mapped_watch_moved(&e->mapped, now))
+		e->mapped_moved = true;
+	if (e->mapped.grew) /* consumed: one listing per growth seen */
+		e->mapped_unlisted = true, e->mapped.grew = false;
 	return !e->mapped_moved;
 }
 

@@ -113,10 +113,11 @@ struct engine {
 	struct fault_pids faulted;            /* scratch: this pass's faulting PIDs */
 	pid_t *listing, *fresh, *nomm, *want; /* scratch PID sets (sample_set.h) */
 	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
-	double last_listing; /* monotonic seconds of the last /proc readdir */
-	pid_t roll_pid;      /* the rolling rescan's cursor */
-	double roll_credit;  /* processes the slice owes (fractions carry over) */
-	bool mapped_moved;   /* seen by pass_can_idle(), for the sample */
+	double last_listing;  /* monotonic seconds of the last /proc readdir */
+	pid_t roll_pid;       /* the rolling rescan's cursor */
+	double roll_credit;   /* processes the slice owes (fractions carry over) */
+	bool mapped_moved;    /* seen by pass_can_idle(), for the sample */
+	bool mapped_unlisted; /* ... and /proc not listed since */
 	double last_full_sample;
 	uint64_t full_samples, partial_samples, stat_reads;
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */

@@ -87,6 +87,7 @@ bool mapped_watch_moved(struct mapped_watch *w, double now)
 		return false;
 	w->kb = kb;
 	w->faulted_kb = 0;
+	w->grew = kb > before + MAPPED_SLACK_KB;
 	if (explained > UINT64_MAX - MAPPED_SLACK_KB - before)
 		return false;
 	return kb > before + explained + MAPPED_SLACK_KB;

@@ -29,7 +29,8 @@ int read_mapped_memory_kb(uint64_t *mapped_kb);
  * the next window. Shrinking never counts: freed memory holds no candidate.
  * Faults of huge pages and heavy faulting elsewhere blur it: it errs
  * towards "moved" for the first, and may hide a populate during the second
- * until the rolling rescan. */
+ * until the rolling rescan; `grew` says the total grew at all, which is
+ * enough to look for new processes. */
 #define MAPPED_CHECK_S  0.5
 #define MAPPED_SLACK_KB 2048
 
@@ -38,6 +39,8 @@ struct mapped_watch {
 	bool known; /* kb was read; an unreadable meminfo never moves */
 	double next_check;
 	uint64_t faulted_kb; /* memory the faults seen in this window may have filled */
+	bool grew;           /* a check saw growth beyond the slack, explained or not;
+			      * the caller clears it */
 };
 
 void mapped_watch_note(struct mapped_watch *w, double now);

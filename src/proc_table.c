@@ -295,7 +295,10 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 		return r;
 	/* Growth the faults explain is not "mapped without faults". */
 	mapped_watch_faulted(&e->mapped, e->faulted.samples * DOORBELL_PERIOD * 4);
-	e->mapped_moved = e->mapped_moved || mapped_watch_moved(&e->mapped, now);
+	if (mapped_watch_moved(&e->mapped, now))
+		e->mapped_moved = true;
+	if (e->mapped.grew) /* consumed: one listing per growth seen */
+		e->mapped_unlisted = true, e->mapped.grew = false;
 	if (full_sample_needed(e, o, now)) {
 		e->mapped_moved = false;
 		e->last_full_sample = now;
@@ -309,7 +312,13 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 		return r;
 	}
 	e->nfresh = 0;
-	if (now - e->last_listing >= LISTING_PERIOD_S) {
+	/* Memory mapped without faults is most often a new process's
+	 * (MAP_POPULATE at start): when the total grew, faults or not, list
+	 * /proc within a second, before the full sample (which may have to
+	 * wait MAPPED_FULL_SAMPLE_S, or never come when others' faults
+	 * explain the growth). */
+	if (now - e->last_listing >= LISTING_PERIOD_S || (e->mapped_unlisted && now - e->last_listing >= 1.0)) {
+		e->mapped_unlisted = false;
 		r = list_and_sweep(e);
 		if (r < 0)
 			return r;

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "sample_set.h"
 #include "vma_eligibility.h"
 
 /* The identity of a VMA, as far as the kernel's EINVAL is concerned: its
@@ -287,6 +288,14 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	struct proc_sample now_stat;
 	int dirfd, r;
 
+	/* Too small for a 2 MiB block (like the short-lived processes of a
+	 * shell, cron or a health check): not even a first look until it
+	 * grows (its faults name it to the sample); after one, not again until
+	 * it grows or its maps change. */
+	if (proc_state_small(s) && !force && !resuming && !o->unlimited && (!s->scanned || !maps_changed)) {
+		ps->procs_unchanged++;
+		return;
+	}
 	if (!changed && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
 	    (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;

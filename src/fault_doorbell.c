@@ -172,10 +172,8 @@ int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 		d->kept.lost = true;
 	close_events(d);
 	r = open_events(d);
-	if (r < 0)
-		return r;
-	d->opens++;
-	return 1;
+	d->opens++; /* the fds changed, even to none */
+	return r < 0 ? r : 1;
 }
 
 static uint64_t head_of(const void *page)

@@ -62,7 +62,7 @@ struct fault_doorbell {
 	size_t map_len;
 	const struct fault_doorbell_ops *ops; /* NULL: never opened */
 	char online[DOORBELL_ONLINE_MAX];     /* the online list when last opened */
-	unsigned opens;                       /* successful (re)opens: the fds changed */
+	unsigned opens;                       /* (re)opens: each changed the fds */
 	struct fault_pids kept;               /* drained from rings closed by a refresh */
 };
 
@@ -75,10 +75,10 @@ void fault_doorbell_close(struct fault_doorbell *d);
 
 /* Opens the events again, for the CPUs online now, if the online list
  * changed since they were opened, or if force. What the old rings held is
- * kept for the next fault_doorbell_drain(). Returns 1 if it did (the fds
- * changed: d->opens counts the (re)opens), 0 if not (or d was never
- * opened), -errno if it failed (d then has no events and rings always, so
- * nothing is missed). */
+ * kept for the next fault_doorbell_drain(). Returns 1 if it did, 0 if not
+ * (or d was never opened), -errno if it failed (d then has no events and
+ * rings always, so nothing is missed). Either way d->opens counts it: the
+ * fds changed, and an event loop must listen to the new ones. */
 int fault_doorbell_refresh(struct fault_doorbell *d, bool force);
 
 /* Discards what was recorded: faults from now on ring the bell. */

@@ -55,6 +55,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
+	e->policy_gen = 1; /* 0: a process never scanned */
 	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();
 	e->self = getpid();
@@ -118,6 +119,8 @@ void engine_free(struct engine *e)
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
+	if (e->proc_fd > 0)
+		close(e->proc_fd);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -132,6 +135,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
+	e->policy_gen++; /* what was closed under the old rules may not be */
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
 	/* Without memory, the rules past the old count get no budget until
@@ -205,14 +209,23 @@ out:
 	return r;
 }
 
+#define DOORBELL_CHECK_S 1.0
+
 /* A CPU that came online since the events were opened has none (a pass
- * that is not idle looks; about 10 us), and one that went offline and came
+ * that is not idle looks, at most every DOORBELL_CHECK_S; about 10 us), and one that went offline and came
  * back between two looks has a silent one: those are opened again at least
  * every full_rescan_s, the bound on what the doorbell may miss anyway. */
 static void refresh_doorbell(struct engine *e, double now)
 {
-	int r = fault_doorbell_refresh(&e->doorbell, now - e->doorbell_opened >= e->cfg->full_rescan_s);
+	bool force = now - e->doorbell_opened >= e->cfg->full_rescan_s;
+	int r;
 
+	/* The online list costs a sysfs read (3 system calls): once a second
+	 * is enough, not on every pass the doorbell wakes. */
+	if (!force && now - e->doorbell_checked < DOORBELL_CHECK_S)
+		return;
+	e->doorbell_checked = now;
+	r = fault_doorbell_refresh(&e->doorbell, force);
 	if (r == 0)
 		return;
 	e->doorbell_opened = now;

@@ -88,6 +88,7 @@ struct engine {
 	proc_enumerate_fn enumerate; /* procs_sample() on procs by default; injectable */
 	void *enumerate_ctx;
 	const char *proc_root; /* "/proc" (proc_root()); injectable */
+	int proc_fd;           /* proc_root, opened at the first partial sample; 0: not yet */
 	pid_t self;            /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct proc_table sample;
@@ -114,6 +115,7 @@ struct engine {
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
 	double doorbell_opened;                               /* monotonic seconds (e->now) of its last (re)open */
+	double doorbell_checked;                              /* … and of its last look at the online CPUs */
 	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
 	/* Who faulted: fault_doorbell_drain() by default; injectable. */
@@ -133,7 +135,7 @@ struct engine {
 	double last_full_pass;      /* monotonic seconds */
 	size_t pending;             /* candidate blocks remembered after the last pass */
 	pid_t resume_pid;           /* a pass ran out of time: the next scans from here */
-	uint64_t resume_addr; /* … and from this VMA of it (0: its start), if it ran out inside one process */
+	uint64_t resume_addr;       /* … and from this VMA of it (0: its start), if it ran out inside one process */
 	/* This pass's start (e->now) and where its scan resumes (from the
 	 * last pass's resume_pid/resume_addr). */
 	double pass_start;
@@ -144,10 +146,12 @@ struct engine {
 	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
 	/* The THP policy (live and original), read from thp_dir at most once a
-	 * second while processes are scanned; khp: what the daemon changed
-	 * (NULL: nothing, as for --once). */
+	 * second while processes are scanned or their faults weighed
+	 * (rescan.c); khp: what the daemon changed (NULL: nothing, as for
+	 * --once). */
 	struct thp_state thp;
 	double thp_read_at;
+	unsigned policy_gen; /* counts changes of thp and configs (engine_set_config) */
 	const char *thp_dir;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */

@@ -162,16 +162,11 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
 	return r;
 }
 
-int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc_table *out)
+int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out)
 {
-	int rootfd;
-
 	out->n = 0;
 	if (n && table_reserve(out, n) < 0)
 		return -ENOMEM;
-	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return -errno;
 	for (size_t i = 0; i < n; i++) {
 		char name[32], buf[2048];
 		struct proc_sample ps;
@@ -183,8 +178,18 @@ int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc
 			continue;
 		out->p[out->n++] = ps;
 	}
-	close(rootfd);
 	return 0;
+}
+
+int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc_table *out)
+{
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (rootfd < 0)
+		return -errno;
+	r = procs_sample_pids_at(rootfd, pids, n, out);
+	close(rootfd);
+	return r;
 }
 
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)

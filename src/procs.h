@@ -44,6 +44,9 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap);
  * (vsize 0: no mm), are left out. Returns 0 or -errno (-ENOMEM, or root
  * cannot be opened). */
 int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc_table *out);
+/* The same through an open directory fd of root (kept open between passes:
+ * no path walk of /proc per pass). */
+int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out);
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
 
 /* Pure parsers, over the text of one /proc file. */

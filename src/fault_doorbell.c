@@ -251,8 +251,11 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 	/* What rings closed by a refresh held comes first. */
 	out->lost |= d->kept.lost;
 	out->samples += d->kept.samples;
-	for (size_t i = 0; i < d->kept.n && r == 0; i++)
+	for (size_t i = 0; i < d->kept.n && r == 0; i++) {
 		r = fault_pids_add(out, d->kept.pid[i]);
+		if (r == 0 && out->n)
+			out->count[out->n - 1] = d->kept.count[i];
+	}
 	fault_pids_reset(&d->kept);
 	if (r == 0)
 		r = drain_rings(d, out);

@@ -36,9 +36,10 @@ int fault_pids_add(struct fault_pids *out, pid_t pid)
 			return 0;
 		}
 	}
-	if (GROW(out->pid, out->cap, out->n + 1) < 0)
+	if (GROW(out->pid, out->cap, out->n + 1) < 0 || GROW(out->count, out->capcount, out->n + 1) < 0)
 		return -ENOMEM;
-	out->pid[out->n++] = pid;
+	out->pid[out->n] = pid;
+	out->count[out->n++] = 1;
 	return 0;
 }
 
@@ -79,9 +80,9 @@ int parse_fault_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64
 	return 0;
 }
 
-static int cmp_pid(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return (x > y) - (x < y);
 }
@@ -92,10 +93,25 @@ void fault_pids_finish(struct fault_pids *p)
 
 	if (p->n < 2)
 		return;
-	qsort(p->pid, p->n, sizeof(*p->pid), cmp_pid);
+	if (GROW(p->scratch, p->capscratch, p->n) < 0) {
+		p->lost = true; /* the caller then samples everyone */
+		return;
+	}
+	/* pid (positive) in the high half, count in the low: sorts by pid. */
 	for (size_t i = 0; i < p->n; i++)
-		if (w == 0 || p->pid[w - 1] != p->pid[i])
-			p->pid[w++] = p->pid[i];
+		p->scratch[i] = (uint64_t)(uint32_t)p->pid[i] << 32 | p->count[i];
+	qsort(p->scratch, p->n, sizeof(*p->scratch), cmp_u64);
+	for (size_t i = 0; i < p->n; i++) {
+		pid_t pid = (pid_t)(p->scratch[i] >> 32);
+		uint32_t c = (uint32_t)p->scratch[i];
+
+		if (w > 0 && p->pid[w - 1] == pid) {
+			p->count[w - 1] = p->count[w - 1] > UINT32_MAX - c ? UINT32_MAX : p->count[w - 1] + c;
+			continue;
+		}
+		p->pid[w] = pid;
+		p->count[w++] = c;
+	}
 	p->n = w;
 }
 
@@ -109,22 +125,36 @@ void fault_pids_reset(struct fault_pids *p)
 void fault_pids_free(struct fault_pids *p)
 {
 	free(p->pid);
+	free(p->count);
+	free(p->scratch);
 	memset(p, 0, sizeof(*p));
 }
 
-bool fault_pids_has(const struct fault_pids *p, pid_t pid)
+static size_t find(const struct fault_pids *p, pid_t pid)
 {
 	size_t lo = 0, hi = p->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (p->pid[mid] == pid)
-			return true;
 		if (p->pid[mid] < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return lo;
+}
+
+bool fault_pids_has(const struct fault_pids *p, pid_t pid)
+{
+	size_t i = find(p, pid);
+
+	return i < p->n && p->pid[i] == pid;
+}
+
+uint32_t fault_pids_count(const struct fault_pids *p, pid_t pid)
+{
+	size_t i = find(p, pid);
+
+	return i < p->n && p->pid[i] == pid ? p->count[i] : 0;
 }

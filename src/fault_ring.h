@@ -20,8 +20,11 @@
 #define FAULT_PIDS_MAX 65536
 
 struct fault_pids {
-	pid_t *pid; /* sorted and unique after fault_pids_finish() */
-	size_t n, cap;
+	pid_t *pid;      /* sorted and unique after fault_pids_finish() */
+	uint32_t *count; /* samples naming pid[i] (summed by the finish) */
+	size_t n, cap, capcount;
+	uint64_t *scratch; /* for the finish */
+	size_t capscratch;
 	uint64_t samples; /* sample records read */
 	bool lost;        /* samples were dropped, or a ring held garbage */
 };
@@ -34,10 +37,13 @@ int parse_fault_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64
 /* Appends pid (> 0; more than FAULT_PIDS_MAX distinct ones set lost
  * instead). Returns 0, -EINVAL for pid <= 0, or -ENOMEM. */
 int fault_pids_add(struct fault_pids *p, pid_t pid);
-/* Sorts and removes duplicates. */
+/* Sorts, and merges duplicates (adding their counts). Without memory for
+ * that, sets lost. */
 void fault_pids_finish(struct fault_pids *p);
 /* Empties the set, keeping its storage. */
 void fault_pids_reset(struct fault_pids *p);
 void fault_pids_free(struct fault_pids *p);
 /* Binary search: p must be finished. */
 bool fault_pids_has(const struct fault_pids *p, pid_t pid);
+/* The samples that named pid (0: none); p must be finished. */
+uint32_t fault_pids_count(const struct fault_pids *p, pid_t pid);

@@ -2,6 +2,7 @@
 #include "proc_table.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,7 @@ static void state_update(struct proc_state *s, const struct proc_sample *p, doub
 	s->sample_time = now;
 	uint64_t dmin = delta(p->minflt, s->prev.minflt), dmaj = delta(p->majflt, s->prev.majflt);
 
+	s->unread_samples = 0;
 	s->activity = activity_from_deltas(delta(p->cpu_ticks, s->prev.cpu_ticks), dmin, dmaj, dt, hz);
 	if (s->activity.cpu >= ACTIVE_CPU || dmin + dmaj > 0)
 		s->last_active = now;
@@ -260,6 +262,18 @@ static int remember_nomm(struct engine *e)
 	return pids_add(&e->nomm, &e->nnomm, &e->capnomm, e->fresh, w);
 }
 
+/* Adds this drain's samples to each named process's unread ones. */
+static void count_samples(struct engine *e)
+{
+	for (size_t i = 0; i < e->faulted.n; i++) {
+		struct proc_state *s = proc_state_find(e->st, e->nst, e->faulted.pid[i]);
+		uint32_t c = e->faulted.count ? e->faulted.count[i] : 1;
+
+		if (s)
+			s->unread_samples = s->unread_samples > UINT32_MAX - c ? UINT32_MAX : s->unread_samples + c;
+	}
+}
+
 /* A full sample costs about 15 us per process: memory mapped without
  * faults asks for one at most this often (the move stays remembered). */
 #define MAPPED_FULL_SAMPLE_S 5.0
@@ -283,7 +297,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 {
 	const struct config *c = e->cfg;
 	double now = e->now(), dt = e->sample_time > 0 ? now - e->sample_time : 0;
-	struct sample_request rq = {.faulted = &e->faulted, .self = e->self};
+	struct sample_request rq = {.faulted = &e->faulted, .self = e->self, .policy_gen = e->policy_gen};
 	int r;
 
 	ps->full_sample = false;
@@ -312,6 +326,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 		return r;
 	}
 	e->nfresh = 0;
+	count_samples(e);
 	/* Memory mapped without faults is most often a new process's
 	 * (MAP_POPULATE at start): when the total grew, faults or not, list
 	 * /proc within a second, before the full sample (which may have to
@@ -336,7 +351,15 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	r = sample_set_build(e->st, e->nst, &rq, &e->roll_pid, &e->want, &e->nwant, &e->capwant);
 	if (r < 0)
 		return r;
-	r = procs_sample_pids(e->proc_root, e->want, e->nwant, &e->sample);
+	if (e->proc_fd <= 0) { /* kept: a path walk of /proc per pass costs more than the reads */
+		e->proc_fd = open(e->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (e->proc_fd < 0) {
+			r = -errno;
+			e->proc_fd = 0;
+			return r;
+		}
+	}
+	r = procs_sample_pids_at(e->proc_fd, e->want, e->nwant, &e->sample);
 	if (r < 0)
 		return r;
 	e->partial_samples++;

@@ -48,6 +48,14 @@ struct proc_state {
 	 * later (policy_recheck), since a MADV_HUGEPAGE given after the faults
 	 * changes no counter the sample sees. */
 	bool policy_refused, policy_recheck;
+	/* Whole blocks in VMAs that the flags and the THP policy allowed at the
+	 * last scan (candidates, huge, sparse or cold alike; 0 while its policy
+	 * is disabled), under the engine's policy_gen of then (rescan.c: a
+	 * process with none is not read again for faults alone). */
+	uint64_t open_blocks;
+	unsigned scan_policy_gen;
+	uint64_t refused_kb;               /* Rss of whole blocks the THP policy refused, last scan */
+	uint32_t unread_samples;           /* doorbell samples naming it since its last stat read */
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */

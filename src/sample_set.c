@@ -11,6 +11,35 @@ bool proc_state_small(const struct proc_state *s)
 	return s->prev.rss_pages < SMALL_RSS_PAGES;
 }
 
+bool proc_state_closed(const struct proc_state *s, unsigned policy_gen)
+{
+	return s->scanned && !s->open_blocks && s->scan_policy_gen == policy_gen;
+}
+
+bool sample_faulted_now(const struct proc_state *s, uint32_t samples, unsigned policy_gen)
+{
+	if (!s)
+		return samples >= SAMPLES_PER_BLOCK;
+	if (proc_state_small(s) || proc_state_closed(s, policy_gen))
+		return s->unread_samples >= SAMPLES_PER_BLOCK;
+	return true;
+}
+
+static const struct proc_state *find_state(const struct proc_state *st, size_t n, pid_t pid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && st[lo].pid == pid ? &st[lo] : NULL;
+}
+
 static int cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
@@ -43,8 +72,13 @@ int sample_set_build(const struct proc_state *st, size_t n, const struct sample_
 	size_t k = 0, first = 0, roll = rq->roll < n ? rq->roll : n;
 	int r = 0;
 
-	for (size_t i = 0; i < rq->faulted->n && r == 0; i++)
-		r = push(out, &k, capout, rq->faulted->pid[i]);
+	for (size_t i = 0; i < rq->faulted->n && r == 0; i++) {
+		const struct fault_pids *f = rq->faulted;
+
+		/* No counts (an injected drain): every sample counts as many. */
+		if (!f->count || sample_faulted_now(find_state(st, n, f->pid[i]), f->count[i], rq->policy_gen))
+			r = push(out, &k, capout, f->pid[i]);
+	}
 	for (size_t i = 0; i < rq->nfresh && r == 0; i++)
 		r = push(out, &k, capout, rq->fresh[i]);
 	/* Holding candidates, or due for a first look: the score wants

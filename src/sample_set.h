@@ -2,8 +2,13 @@
  * the fault doorbell can say who faulted.
  *
  * A pass reads the stat of:
- * - every process the doorbell named (it faulted; a PID the table does not
- *   hold is a new process);
+ * - every process the doorbell named (it faulted), except where those
+ *   faults cannot have made a candidate yet: a process under 2 MiB, or one
+ *   whose VMAs the policy refused at its last scan (closed), until the
+ *   samples naming it since its last stat read add up to SAMPLES_PER_BLOCK;
+ *   a PID the table does not hold (a new process) with fewer samples in
+ *   this drain is left to the /proc listing (a shell's /bin/true is gone
+ *   by then);
  * - the new PIDs of the last /proc listing (procs_list_pids, swept against
  *   the table), unless known to have no memory (kernel threads, zombies);
  * - every process that holds candidate blocks or is due for its first
@@ -29,17 +34,29 @@
 /* A process with less resident memory than this cannot fill a block. */
 #define SMALL_RSS_PAGES 512
 
+/* A new candidate block takes 257 present pages under the default
+ * max_ptes_none = 255: about 4 samples of DOORBELL_PERIOD faults. */
+#define SAMPLES_PER_BLOCK 4
+
 struct sample_request {
 	const struct fault_pids *faulted; /* finished: sorted, unique */
 	const pid_t *fresh;               /* sorted */
 	size_t nfresh;
-	pid_t self;  /* never sampled here (its own faults mean nothing) */
-	size_t roll; /* table positions the rolling slice covers */
+	pid_t self;          /* never sampled here (its own faults mean nothing) */
+	size_t roll;         /* table positions the rolling slice covers */
+	unsigned policy_gen; /* the engine's, for proc_state_closed() */
 };
 
 /* True if s is too small for a candidate: RSS (file pages included) under
  * 2 MiB at its last sample. */
 bool proc_state_small(const struct proc_state *s);
+/* True if s's last scan, under policy generation policy_gen, found no
+ * whole block in a VMA the flags and the THP policy allow. */
+bool proc_state_closed(const struct proc_state *s, unsigned policy_gen);
+/* Whether the doorbell's samples naming s (NULL: a PID the table does not
+ * hold, named by samples in this drain) are worth a stat read now; for a
+ * known process, s->unread_samples already counts them. */
+bool sample_faulted_now(const struct proc_state *s, uint32_t samples, unsigned policy_gen);
 
 /* Sets *out (sorted, unique) to the PIDs to read this pass, and moves the
  * cursor *roll_pid (the first PID of the next slice). Returns 0 or

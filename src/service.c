@@ -35,6 +35,7 @@ struct service {
 	sd_event_source **bell;       /* back to back: one per doorbell fd */
 	int nbell;
 	unsigned bell_opens; /* the doorbell's opens when bell was built */
+	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
 	bool back_to_back;
 	bool metrics_failed;         /* logged once until it works again */
 	struct cgroup2_root cgroup2; /* to forget the metrics of removed cgroups */
@@ -169,20 +170,27 @@ static void set_bells(struct service *s, int enabled)
 }
 
 /* Faults arrive in floods on a busy machine (a build wakes the doorbell
- * hundreds of times a second): after a pass the doorbell is not listened
- * to for BELL_GAP_S, and what rang meanwhile wakes the loop right after
- * (epoll asks perf again when the fds are added back). */
+ * hundreds of times a second): after a second wake-up within BELL_GAP_S,
+ * the doorbell is not listened to for BELL_GAP_S, and what rang meanwhile
+ * wakes the loop right after (epoll asks perf again when the fds are added
+ * back). Wake-ups further apart (a shell's commands) cost no epoll_ctl and
+ * no timer: perf's poll reports each wake-up once, so the fds may stay. */
 #define BELL_GAP_S 0.02
 
 static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct service *s = userdata;
+	double now = monotonic_seconds();
+	bool flood = now - s->last_bell < BELL_GAP_S;
 
 	(void)src;
 	(void)fd;
 	(void)revents;
+	s->last_bell = now;
 	s->engine.doorbell_wakeups++;
 	back_to_back_pass(s);
+	if (!flood)
+		return 0;
 	set_bells(s, SD_EVENT_OFF);
 	sd_event_source_set_time_relative(s->rearm, (uint64_t)(BELL_GAP_S * 1e6));
 	sd_event_source_set_enabled(s->rearm, SD_EVENT_ONESHOT);

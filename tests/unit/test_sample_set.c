@@ -77,6 +77,63 @@ static void test_build(void **unused)
 	free(out);
 }
 
+/* Faults that cannot have made a candidate yet cost no stat read: a
+ * process under 2 MiB or a closed one (its last scan found nothing the
+ * policy allows) until SAMPLES_PER_BLOCK samples named it since its last
+ * read; a new PID with fewer samples in this drain waits for the listing.
+ * An open process is read for one sample. */
+static void test_build_counts(void **unused)
+{
+	struct proc_state st[4];
+	struct fault_pids faulted = {0};
+	struct sample_request rq = {.faulted = &faulted, .self = 1, .policy_gen = 3};
+	pid_t *out = NULL;
+	size_t nout = 0, cap = 0;
+	pid_t roll = 0;
+
+	(void)unused;
+	state(&st[0], 10, 10000, true, 0); /* closed: scanned, nothing open */
+	st[0].scan_policy_gen = 3;
+	state(&st[1], 20, 100, true, 0); /* small */
+	state(&st[2], 30, 10000, true, 0);
+	st[2].open_blocks = 4; /* open */
+	st[2].scan_policy_gen = 3;
+	state(&st[3], 40, 10000, true, 0); /* closed under an older policy: open */
+	st[3].scan_policy_gen = 2;
+	for (pid_t pid = 10; pid <= 40; pid += 10)
+		assert_int_equal(fault_pids_add(&faulted, pid), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fault_pids_add(&faulted, 500), 0); /* new, 3 samples */
+	assert_int_equal(fault_pids_add(&faulted, 10), 0);
+	fault_pids_finish(&faulted);
+	assert_int_equal(faulted.n, 5);
+	assert_int_equal(fault_pids_count(&faulted, 10), 2);
+	assert_int_equal(fault_pids_count(&faulted, 500), 3);
+	assert_int_equal(fault_pids_count(&faulted, 501), 0);
+	st[0].unread_samples = 2; /* counted by the engine */
+	st[1].unread_samples = 1;
+	assert_int_equal(sample_set_build(st, 4, &rq, &roll, &out, &nout, &cap), 0);
+	pid_t want[] = {30, 40};
+	assert_int_equal(nout, 2);
+	for (size_t i = 0; i < nout; i++)
+		assert_int_equal(out[i], want[i]);
+
+	/* Enough samples since the last read: read. A new PID with a block's
+	 * worth of samples in one drain: read now. */
+	st[0].unread_samples = SAMPLES_PER_BLOCK;
+	st[1].unread_samples = SAMPLES_PER_BLOCK;
+	assert_int_equal(fault_pids_add(&faulted, 500), 0);
+	fault_pids_finish(&faulted);
+	assert_int_equal(fault_pids_count(&faulted, 500), SAMPLES_PER_BLOCK);
+	assert_int_equal(sample_set_build(st, 4, &rq, &roll, &out, &nout, &cap), 0);
+	pid_t want2[] = {10, 20, 30, 40, 500};
+	assert_int_equal(nout, 5);
+	for (size_t i = 0; i < nout; i++)
+		assert_int_equal(out[i], want2[i]);
+	fault_pids_free(&faulted);
+	free(out);
+}
+
 static void test_pid_sets(void **unused)
 {
 	pid_t a[] = {1, 3, 5, 7, 9}, b[] = {3, 4, 9, 11}, out[8], *set = NULL;
@@ -203,16 +260,14 @@ static void remove_proc(pid_t pid)
 	rmdir(path);
 }
 
-static pid_t drain_pids[8];
+static pid_t drain_pids[16];
 static size_t ndrain;
 static bool drain_lost;
 static int fake_drain(struct fault_doorbell *d, struct fault_pids *out)
 {
 	(void)d;
-	for (size_t i = 0; i < ndrain; i++) {
-		assert_int_equal(GROW(out->pid, out->cap, out->n + 1), 0);
-		out->pid[out->n++] = drain_pids[i];
-	}
+	for (size_t i = 0; i < ndrain; i++)
+		assert_int_equal(fault_pids_add(out, drain_pids[i]), 0);
 	out->lost = drain_lost;
 	fault_pids_finish(out);
 	ndrain = 0;
@@ -358,9 +413,8 @@ static void test_sample_pass(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_build),
-	    cmocka_unit_test(test_pid_sets),
-	    cmocka_unit_test(test_merge_and_sweep),
+	    cmocka_unit_test(test_build),       cmocka_unit_test(test_build_counts),
+	    cmocka_unit_test(test_pid_sets),    cmocka_unit_test(test_merge_and_sweep),
 	    cmocka_unit_test(test_sample_pass),
 	};
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "config.h"
 #include "grow.h"
 
 bool proc_state_small(const struct proc_state *s)
@@ -16,10 +17,17 @@ bool proc_state_closed(const struct proc_state *s, unsigned policy_gen)
 	return s->scanned && !s->open_blocks && s->scan_policy_gen == policy_gen;
 }
 
+bool proc_state_disabled(const struct proc_state *s, unsigned policy_gen)
+{
+	return s->scanned && s->policy && !s->policy->enable && s->scan_policy_gen == policy_gen;
+}
+
 bool sample_faulted_now(const struct proc_state *s, uint32_t samples, unsigned policy_gen)
 {
 	if (!s)
 		return samples >= SAMPLES_PER_BLOCK;
+	if (proc_state_disabled(s, policy_gen))
+		return false; /* until the config changes, or its full rescan */
 	if (proc_state_small(s) || proc_state_closed(s, policy_gen))
 		return s->unread_samples >= SAMPLES_PER_BLOCK;
 	return true;

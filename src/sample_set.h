@@ -5,7 +5,8 @@
  * - every process the doorbell named (it faulted), except where those
  *   faults cannot have made a candidate yet: a process under 2 MiB, or one
  *   whose VMAs the policy refused at its last scan (closed), until the
- *   samples naming it since its last stat read add up to SAMPLES_PER_BLOCK;
+ *   samples naming it since its last stat read add up to SAMPLES_PER_BLOCK,
+ *   and never one whose cgroup policy is disabled (until a reload);
  *   a PID the table does not hold (a new process) with fewer samples in
  *   this drain is left to the /proc listing (a shell's /bin/true is gone
  *   by then);
@@ -53,6 +54,9 @@ bool proc_state_small(const struct proc_state *s);
 /* True if s's last scan, under policy generation policy_gen, found no
  * whole block in a VMA the flags and the THP policy allow. */
 bool proc_state_closed(const struct proc_state *s, unsigned policy_gen);
+/* True if s's cgroup policy was disabled (enable = no) at its last look,
+ * under policy generation policy_gen: nothing of it is collapsed. */
+bool proc_state_disabled(const struct proc_state *s, unsigned policy_gen);
 /* Whether the doorbell's samples naming s (NULL: a PID the table does not
  * hold, named by samples in this drain) are worth a stat read now; for a
  * known process, s->unread_samples already counts them. */

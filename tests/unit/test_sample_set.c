@@ -81,7 +81,7 @@ static void test_build(void **unused)
  * process under 2 MiB or a closed one (its last scan found nothing the
  * policy allows) until SAMPLES_PER_BLOCK samples named it since its last
  * read; a new PID with fewer samples in this drain waits for the listing.
- * An open process is read for one sample. */
+ * An open process is read for one sample, a disabled one never. */
 static void test_build_counts(void **unused)
 {
 	struct proc_state st[4];
@@ -130,6 +130,18 @@ static void test_build_counts(void **unused)
 	assert_int_equal(nout, 5);
 	for (size_t i = 0; i < nout; i++)
 		assert_int_equal(out[i], want2[i]);
+
+	/* A disabled policy: never read for faults, however many; under a
+	 * newer config (a reload) read again. */
+	struct policy off = {.enable = false};
+	st[2].policy = &off;
+	st[2].unread_samples = 1000;
+	assert_int_equal(sample_set_build(st, 4, &rq, &roll, &out, &nout, &cap), 0);
+	assert_int_equal(nout, 4);
+	assert_int_not_equal(out[2], 30);
+	rq.policy_gen = 4;
+	assert_int_equal(sample_set_build(st, 4, &rq, &roll, &out, &nout, &cap), 0);
+	assert_int_equal(nout, 5);
 	fault_pids_free(&faulted);
 	free(out);
 }

@@ -1,9 +1,12 @@
 /* engine: one pass from /proc to process_madvise(MADV_COLLAPSE), and the
  * state kept between passes.
  *
- * A pass: sample every process (one /proc/PID/stat read each, via libproc2);
- * rescan only processes that are new, changed (faults, RSS or address-space
- * size) or due for a full rescan (full_rescan_s); score every remembered
+ * A pass: sample the processes that changed (engine_sample_pass: those the
+ * fault doorbell named, new ones, those holding candidates, a rolling
+ * slice; every process through libproc2 when that cannot be known); rescan
+ * only processes that are new, changed (faults, RSS or address-space size,
+ * unless their faults cannot have made a candidate: rescan.c) or due for a
+ * full rescan (full_rescan_s); score every remembered
  * candidate block of every enabled process; collapse from the top of that
  * single order until the pass's budget is spent, rescanning first a process
  * whose blocks were found in an earlier pass (MADV_COLD and MADV_FREE leave

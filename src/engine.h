@@ -113,7 +113,8 @@ struct engine {
 	uint8_t *batch_out;
 	struct candidate *retry;
 	size_t capbatch_addrs, capbatch_out, capretry;
-	bool log_collapses; /* one log line per process collapsed (daemon) */
+	bool log_collapses;  /* one log line per process collapsed (daemon) */
+	unsigned policy_gen; /* counts changes of thp (below) and of the config (engine_set_config) */
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
@@ -154,7 +155,6 @@ struct engine {
 	 * --once). */
 	struct thp_state thp;
 	double thp_read_at;
-	unsigned policy_gen; /* counts changes of thp and configs (engine_set_config) */
 	const char *thp_dir;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */

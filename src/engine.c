@@ -116,6 +116,7 @@ void engine_free(struct engine *e)
 	free(e->fresh);
 	free(e->nomm);
 	free(e->want);
+	free(e->newcomers);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);

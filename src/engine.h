@@ -127,6 +127,8 @@ struct engine {
 	struct fault_pids faulted;            /* scratch: this pass's faulting PIDs */
 	pid_t *listing, *fresh, *nomm, *want; /* scratch PID sets (sample_set.h) */
 	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
+	pid_t *newcomers; /* new PIDs named by fewer than SAMPLES_PER_BLOCK samples, since the last listing */
+	size_t nnewcomers, capnewcomers;
 	double last_listing;  /* monotonic seconds of the last /proc readdir */
 	pid_t roll_pid;       /* the rolling rescan's cursor */
 	double roll_credit;   /* processes the slice owes (fractions carry over) */

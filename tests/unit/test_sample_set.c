@@ -2,8 +2,9 @@
  * the sorted-set helpers, merging a partial sample and sweeping against a
  * /proc listing (proc_table), and engine_sample_pass() on a fixture /proc
  * with an injected doorbell and clock: only the processes that faulted,
- * the new ones and the rolling slice have their stat read; lost records
- * and --once take a full sample; exited processes are swept. */
+ * the new ones and the rolling slice have their stat read; new ones named
+ * by few samples wait for growth of mapped memory or the listing; lost
+ * records and --once take a full sample; exited processes are swept. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -342,6 +343,7 @@ static void test_sample_pass(void **unused)
 	e.doorbell_drain = fake_drain;
 	e.now = fake_clock;
 	e.self = 600;
+	e.mapped.known = false; /* this machine's meminfo must not ask for listings */
 	fake_time = 100;
 
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* the first: full */
@@ -391,6 +393,29 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 1);
 	assert_int_equal(minflt_of(&e, 200), 7);
+
+	/* A new process named by one sample (exec faults), and one already
+	 * gone: not read (newcomers). Memory grows without faults: the
+	 * newcomers are read instead of listing /proc, and the gone one is
+	 * not taken for a process without memory. */
+	write_stat(800, 1, 64 << 20);
+	drain_pids[0] = 800;
+	drain_pids[1] = 900;
+	ndrain = 2;
+	size_t nomm0 = e.nnomm;
+	double listed = e.last_listing;
+	fake_time = 100 + 2.25 * L;
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
+	assert_null(engine_find(&e, 800));
+	assert_int_equal(e.nnewcomers, 2);
+	e.mapped_unlisted = true; /* what the meminfo watch sets */
+	fake_time = 100 + 2.5 * L;
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
+	assert_int_equal(minflt_of(&e, 800), 1);
+	assert_int_equal(e.nnewcomers, 0);
+	assert_int_equal(e.nnomm, nomm0);
+	assert_true(e.last_listing == listed); /* no listing */
+	remove_proc(800);
 
 	/* 500 exits; L later the listing sweeps it and does not read the
 	 * kernel thread again. */

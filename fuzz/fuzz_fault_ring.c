@@ -1,6 +1,7 @@
 /* Fuzzes parse_fault_ring_buf(): the first 16 bytes pick tail and head, the
  * rest is the ring (cut to a power of two). Whatever it answers, it must
- * not read out of bounds, and every PID it returns must be a valid one. */
+ * not read out of bounds, every PID it returns must be a valid one, and the
+ * per-PID counts must add up to the samples read. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size ? ring : 0);
 	/* Keep the span small enough to matter: far heads are refused anyway. */
 	if (parse_fault_ring_buf(buf, size ? ring : 0, tail, head, &p) == 0) {
+		uint64_t sum = 0;
+
 		fault_pids_finish(&p);
-		for (size_t i = 0; i < p.n; i++)
-			if (p.pid[i] <= 0 || (i && p.pid[i - 1] >= p.pid[i]))
+		for (size_t i = 0; i < p.n; i++) {
+			if (p.pid[i] <= 0 || (i && p.pid[i - 1] >= p.pid[i]) || p.count[i] == 0)
 				abort();
+			sum += p.count[i];
+		}
+		/* Every sample names one PID, counted once (unless lost). */
+		if (!p.lost && sum != p.samples)
+			abort();
 	}
 	fault_pids_free(&p);
 	free(buf);

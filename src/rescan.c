@@ -286,7 +286,8 @@ int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
  * block that the VMA's flags and the THP policy allow (a shell under
  * enabled=madvise: nothing advised), faults cannot make a candidate while
  * the address space keeps its size (a new or grown mapping changes vsize),
- * the THP policy and the config stay the same: such a process is not read
+ * its RSS grew by less than half a block, and the THP policy and the config
+ * stay the same: such a process is not read
  * again for its faults, nor is one whose policy is disabled. A MADV_HUGEPAGE
  * given after the faults is the policy recheck's (policy_refused), a prctl
  * the full rescan's. */
@@ -295,6 +296,11 @@ static bool rescan_closed(struct engine *e, const struct proc_state *s, bool map
 	if (proc_state_disabled(s, e->policy_gen))
 		return true; /* whatever it maps: its policy collapses nothing */
 	if (!s->scanned || s->open_blocks || maps_changed || !s->policy)
+		return false;
+	/* Grown by half a block or more: refused memory may now be populated
+	 * enough for the policy recheck (a first look in the middle of a fill
+	 * saw too little to ask for one). */
+	if (s->prev.rss_pages >= s->scan_rss + HPAGE_PAGES / 2)
 		return false;
 	thp_refresh(e, now);
 	return proc_state_closed(s, e->policy_gen);

@@ -8,6 +8,7 @@ packages=(
 	libclang-rt-14-dev # clang's ASan, UBSan and libFuzzer runtimes (only recommended by clang)
 	libproc2-dev libinih-dev libsystemd-dev libcmocka-dev
 	jq man-db procps libcap2-bin strace util-linux
+	gnuplot-nox # bench/plot.sh: the benchmark plots
 	debootstrap systemd-container
 	prometheus # only for promtool (tests/integration/metrics.sh, alerts.sh): 19 MB, 96 MB installed
 	prometheus-node-exporter curl # the exporter binary and a client, for tests/integration/coverage.sh

@@ -33,7 +33,7 @@ static int read_alloc_failed(void *ctx, uint64_t *count)
 	return vmstat_read_alloc_failed(ctx, count);
 }
 
-static int enumerate_procs(void *ctx, struct proc_table *out)
+int engine_enumerate_procs(void *ctx, struct proc_table *out)
 {
 	return procs_sample(ctx, out);
 }
@@ -56,6 +56,8 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
+	e->policy_gen = 1; /* 0: a process never scanned */
+	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();
 	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
@@ -74,7 +76,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
-	e->enumerate = enumerate_procs;
+	e->enumerate = engine_enumerate_procs;
 	e->enumerate_ctx = e->procs;
 	r = range_scanner_init(&e->scanner, pagemap_mode_from_env());
 	if (r < 0) {
@@ -112,10 +114,18 @@ void engine_free(struct engine *e)
 	free(e->old_blocks);
 	vma_list_free(&e->vmas);
 	proc_table_free(&e->sample);
+	fault_pids_free(&e->faulted);
+	free(e->listing);
+	free(e->fresh);
+	free(e->nomm);
+	free(e->want);
+	free(e->newcomers);
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
 	memcg_gate_free(e);
+	if (e->proc_fd > 0)
+		close(e->proc_fd);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -130,6 +140,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
+	e->policy_gen++; /* what was closed under the old rules may not be */
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
 	/* Without memory, the rules past the old count get no budget until
@@ -207,14 +218,23 @@ out:
 	return r;
 }
 
+#define DOORBELL_CHECK_S 1.0
+
 /* A CPU that came online since the events were opened has none (a pass
- * that is not idle looks; about 10 us), and one that went offline and came
+ * that is not idle looks, at most every DOORBELL_CHECK_S; about 10 us), and one that went offline and came
  * back between two looks has a silent one: those are opened again at least
  * every full_rescan_s, the bound on what the doorbell may miss anyway. */
 static void refresh_doorbell(struct engine *e, double now)
 {
-	int r = fault_doorbell_refresh(&e->doorbell, now - e->doorbell_opened >= e->cfg->full_rescan_s);
+	bool force = now - e->doorbell_opened >= e->cfg->full_rescan_s;
+	int r;
 
+	/* The online list costs a sysfs read (3 system calls): once a second
+	 * is enough, not on every pass the doorbell wakes. */
+	if (!force && now - e->doorbell_checked < DOORBELL_CHECK_S)
+		return;
+	e->doorbell_checked = now;
+	r = fault_doorbell_refresh(&e->doorbell, force);
 	if (r == 0)
 		return;
 	e->doorbell_opened = now;
@@ -237,9 +257,15 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	return !sampling && e->pending == 0 && e->resume_pid == 0 && e->last_full_pass > 0 &&
-	       now - e->last_full_pass < c->full_rescan_s && !e->doorbell_rang(&e->doorbell) &&
-	       !mapped_watch_moved(&e->mapped, now);
+	if (sampling || e->pending || e->resume_pid || e->last_full_pass <= 0 ||
+	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell))
+		return false;
+	/* Remembered: a move asks for a full sample. */
+	if (mapped_watch_moved(&e->mapped, now))
+		e->mapped_moved = true;
+	if (e->mapped.grew) /* consumed: one listing per growth seen */
+		e->mapped_unlisted = true, e->mapped.grew = false;
+	return !e->mapped_moved;
 }
 
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
@@ -259,7 +285,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		e->passes_idle++;
 		return 0;
 	}
-	r = engine_sample(e);
+	r = engine_sample_pass(e, o, ps);
 	if (r < 0)
 		return r;
 	now = e->sample_time;
@@ -276,15 +302,20 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	e->scan_from_addr = e->resume_addr;
 	e->resume_pid = 0;
 	e->resume_addr = 0;
+	unsigned scanned = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
 
 		if (!pid_filter_match(&f, e->st[i].pid))
 			continue;
-		if ((o->interrupted && o->interrupted()) || (o->max_seconds > 0 && e->now() - t0 > o->max_seconds)) {
+		/* Asked after a rescan, and every 64 processes: most are
+		 * unchanged and cost less than the question (a system call). */
+		if ((scanned != ps->procs_scanned || k % 64 == 0) &&
+		    ((o->interrupted && o->interrupted()) || (o->max_seconds > 0 && e->now() - t0 > o->max_seconds))) {
 			e->resume_pid = e->st[i].pid;
 			break;
 		}
+		scanned = ps->procs_scanned;
 		ps->procs_total++;
 		rescan_visit(e, &e->st[i], o, ps, now, false);
 		if (e->resume_pid) /* out of time inside that process */
@@ -311,9 +342,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
 			e->pending += e->st[i].nblocks;
 	refresh_doorbell(e, now);
-	/* Armed after our own work, so the pass's own faults do not count. */
-	fault_doorbell_arm(&e->doorbell);
-	mapped_watch_note(&e->mapped, e->now());
+	/* The rings are drained at the start of the next pass: faults during
+	 * this one are not lost (a refresh keeps what the old rings held),
+	 * and our own are ignored by PID. */
+	if (!e->mapped.known)
+		mapped_watch_note(&e->mapped, e->now());
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		e->total.results[i] += ps->results[i];

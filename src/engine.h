@@ -1,9 +1,12 @@
 /* engine: one pass from /proc to process_madvise(MADV_COLLAPSE), and the
  * state kept between passes.
  *
- * A pass: sample every process (one /proc/PID/stat read each, via libproc2);
- * rescan only processes that are new, changed (faults, RSS or address-space
- * size) or due for a full rescan (full_rescan_s); score every remembered
+ * A pass: sample the processes that changed (engine_sample_pass: those the
+ * fault doorbell named, new ones, those holding candidates, a rolling
+ * slice; every process through libproc2 when that cannot be known); rescan
+ * only processes that are new, changed (faults, RSS or address-space size,
+ * unless their faults cannot have made a candidate: rescan.c) or due for a
+ * full rescan (full_rescan_s); score every remembered
  * candidate block of every enabled process; collapse from the top of that
  * single order until the pass's budget is spent, rescanning first a process
  * whose blocks were found in an earlier pass (MADV_COLD and MADV_FREE leave
@@ -45,6 +48,9 @@ struct pass_stats {
 	unsigned procs_disabled;       /* policy enable = no */
 	unsigned procs_cgroup_unknown; /* cgroup unreadable: not collapsed */
 	unsigned procs_active;         /* active within idle_after_s */
+	unsigned procs_sampled;        /* /proc/PID/stat read to take this pass's sample */
+	bool full_sample;              /* every process sampled (libproc2): first pass,
+					* lost fault records, memory mapped without faults */
 	uint64_t smaps_reads, pagemap_ops;
 	uint64_t stale_dropped; /* remembered blocks a rescan no longer found
 				 * candidates (cold, freed, unmapped...) */
@@ -88,6 +94,7 @@ struct engine {
 	proc_enumerate_fn enumerate; /* procs_sample() on procs by default; injectable */
 	void *enumerate_ctx;
 	const char *proc_root; /* "/proc" (proc_root()); injectable */
+	int proc_fd;           /* proc_root, opened at the first partial sample; 0: not yet */
 	pid_t self;            /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct proc_table sample;
@@ -109,18 +116,35 @@ struct engine {
 	uint8_t *batch_out;
 	struct candidate *retry;
 	size_t capbatch_addrs, capbatch_out, capretry;
-	bool log_collapses; /* one log line per process collapsed (daemon) */
+	bool log_collapses;  /* one log line per process collapsed (daemon) */
+	unsigned policy_gen; /* counts changes of thp (below) and of the config (engine_set_config) */
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
 	struct fault_doorbell doorbell;
 	double doorbell_opened;                               /* monotonic seconds (e->now) of its last (re)open */
+	double doorbell_checked;                              /* … and of its last look at the online CPUs */
 	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
-	struct mapped_watch mapped;                           /* memory populated without faults */
-	double last_full_pass;                                /* monotonic seconds */
-	size_t pending;                                       /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;                                     /* a pass ran out of time: the next scans from here */
-	uint64_t resume_addr; /* … and from this VMA of it (0: its start), if it ran out inside one process */
+	/* Who faulted: fault_doorbell_drain() by default; injectable. */
+	int (*doorbell_drain)(struct fault_doorbell *, struct fault_pids *);
+	struct fault_pids faulted;            /* scratch: this pass's faulting PIDs */
+	pid_t *listing, *fresh, *nomm, *want; /* scratch PID sets (sample_set.h) */
+	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
+	pid_t *newcomers; /* new PIDs named by fewer than SAMPLES_PER_BLOCK samples, since the last listing */
+	size_t nnewcomers, capnewcomers;
+	double last_listing;  /* monotonic seconds of the last /proc readdir */
+	pid_t roll_pid;       /* the rolling rescan's cursor */
+	double roll_credit;   /* processes the slice owes (fractions carry over) */
+	bool mapped_moved;    /* seen by pass_can_idle(), for the sample */
+	bool mapped_unlisted; /* ... and /proc not listed since */
+	double last_full_sample;
+	uint64_t full_samples, partial_samples, stat_reads;
+	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
+	struct mapped_watch mapped; /* memory populated without faults */
+	double last_full_pass;      /* monotonic seconds */
+	size_t pending;             /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;           /* a pass ran out of time: the next scans from here */
+	uint64_t resume_addr;       /* … and from this VMA of it (0: its start), if it ran out inside one process */
 	/* This pass's start (e->now) and where its scan resumes (from the
 	 * last pass's resume_pid/resume_addr). */
 	double pass_start;
@@ -131,8 +155,9 @@ struct engine {
 	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
 	/* The THP policy (live and original), read from thp_dir at most once a
-	 * second while processes are scanned; khp: what the daemon changed
-	 * (NULL: nothing, as for --once). */
+	 * second while processes are scanned or their faults weighed
+	 * (rescan.c); khp: what the daemon changed (NULL: nothing, as for
+	 * --once). */
 	struct thp_state thp;
 	double thp_read_at;
 	const char *thp_dir;
@@ -162,6 +187,13 @@ void engine_set_config(struct engine *e, const struct config *cfg);
  * first one only sets the baseline. Returns 0 or -errno. (proc_table.c) */
 int engine_sample(struct engine *e);
 
+/* The sample of one pass: only what changed (sample_set.h) when the fault
+ * doorbell says who faulted; every process (engine_sample) when it cannot,
+ * when records were lost, when mapped memory moved without faults, or
+ * for a --pid or --once pass. Sets ps->full_sample and ps->procs_sampled.
+ * Returns 0 or -errno. (proc_table.c) */
+int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
+
 /* One pass (samples again first). Returns 0 or -errno on a fatal error. */
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
 
@@ -177,4 +209,6 @@ struct engine_view {
 	size_t ncands;
 };
 struct engine_view engine_view(const struct engine *e);
+/* The default enumerator: procs_sample() on ctx (a struct procs). */
+int engine_enumerate_procs(void *ctx, struct proc_table *out);
 double monotonic_seconds(void);

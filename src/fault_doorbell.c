@@ -23,14 +23,16 @@ static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
 	attr.sample_period = DOORBELL_PERIOD;
-	attr.sample_type = 0; /* a bare header: all we look at is that it was written */
+	attr.sample_type = PERF_SAMPLE_TID; /* who faulted */
+	attr.wakeup_events = DOORBELL_WAKEUP;
 	attr.exclude_hv = 1;
 	*fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (*fd < 0)
 		return -errno;
-	/* PROT_READ only: the kernel overwrites old records and we never
-	 * need to consume them; data_head just keeps moving. */
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, *fd, 0);
+	/* Writable: we consume records by moving data_tail, so the kernel
+	 * reports what it had to drop (PERF_RECORD_LOST) instead of
+	 * overwriting records silently. */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	if (p == MAP_FAILED) {
 		int err = -errno;
 
@@ -121,17 +123,17 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	d->ops = ops;
 	d->fd = calloc((size_t)possible, sizeof(*d->fd));
 	d->page = calloc((size_t)possible, sizeof(*d->page));
-	d->armed_head = calloc((size_t)possible, sizeof(*d->armed_head));
-	if (!d->fd || !d->page || !d->armed_head) {
+	if (!d->fd || !d->page) {
 		fault_doorbell_close(d);
 		return -ENOMEM;
 	}
-	d->map_len = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	d->map_len = (1 + DOORBELL_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
 	err = open_events(d);
 	if (err) {
 		fault_doorbell_close(d);
 		return err;
 	}
+	d->opens = 1;
 	fault_doorbell_arm(d);
 	return 0;
 }
@@ -148,13 +150,16 @@ void fault_doorbell_close(struct fault_doorbell *d)
 		close_events(d);
 	free(d->fd);
 	free(d->page);
-	free(d->armed_head);
+	fault_pids_free(&d->kept);
 	memset(d, 0, sizeof(*d));
 }
+
+static int drain_rings(struct fault_doorbell *d, struct fault_pids *out);
 
 int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 {
 	char now[DOORBELL_ONLINE_MAX];
+	int r;
 
 	if (!d->ops || !d->fd)
 		return 0;
@@ -162,8 +167,12 @@ int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 		if (d->ops->read_online(d->ops->ctx, now, sizeof(now)) < 0 || !strcmp(now, d->online))
 			return 0;
 	}
+	/* Who faulted since the last drain is still wanted. */
+	if (drain_rings(d, &d->kept) < 0)
+		d->kept.lost = true;
 	close_events(d);
-	int r = open_events(d);
+	r = open_events(d);
+	d->opens++; /* the fds changed, even to none */
 	return r < 0 ? r : 1;
 }
 
@@ -174,18 +183,89 @@ static uint64_t head_of(const void *page)
 	return __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 }
 
+/* The records up to here are read: the kernel may overwrite them. */
+static void consume(void *page, uint64_t head)
+{
+	struct perf_event_mmap_page *pg = page;
+
+	__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
+}
+
 void fault_doorbell_arm(struct fault_doorbell *d)
 {
+	fault_pids_reset(&d->kept);
 	for (int i = 0; i < d->ncpu; i++)
-		d->armed_head[i] = head_of(d->page[i]);
+		consume(d->page[i], head_of(d->page[i]));
 }
 
 bool fault_doorbell_rang(const struct fault_doorbell *d)
 {
-	if (d->ncpu == 0)
+	if (d->ncpu == 0 || d->kept.n || d->kept.lost)
 		return true;
-	for (int i = 0; i < d->ncpu; i++)
-		if (head_of(d->page[i]) != d->armed_head[i])
+	for (int i = 0; i < d->ncpu; i++) {
+		const struct perf_event_mmap_page *pg = d->page[i];
+
+		if (head_of(pg) != pg->data_tail)
 			return true;
+	}
 	return false;
+}
+
+/* Consumes every ring into out (unfinished). 0 or -ENOMEM. */
+static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
+{
+	size_t pagesz = d->map_len / (1 + DOORBELL_PAGES);
+
+	for (int i = 0; i < d->ncpu; i++) {
+		const struct perf_event_mmap_page *pg = d->page[i];
+		uint64_t head = head_of(pg), tail = pg->data_tail;
+		/* data_offset/data_size exist since Linux 4.1; 0 before. */
+		size_t off = pg->data_offset ? (size_t)pg->data_offset : pagesz;
+		size_t size = pg->data_size ? (size_t)pg->data_size : d->map_len - pagesz;
+		int r;
+
+		if (off > d->map_len || size > d->map_len - off) {
+			out->lost = true;
+			r = 0;
+		} else {
+			r = parse_fault_ring_buf((const uint8_t *)d->page[i] + off, size, tail, head, out);
+		}
+		consume(d->page[i], head);
+		if (r == -EINVAL)
+			out->lost = true;
+		else if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
+{
+	int r = 0;
+
+	if (d->ncpu == 0) {
+		fault_pids_reset(&d->kept);
+		out->lost = true;
+		return -ENODEV;
+	}
+	/* What rings closed by a refresh held comes first. */
+	out->lost |= d->kept.lost;
+	out->samples += d->kept.samples;
+	for (size_t i = 0; i < d->kept.n && r == 0; i++) {
+		r = fault_pids_add(out, d->kept.pid[i]);
+		if (r == 0 && out->n)
+			out->count[out->n - 1] = d->kept.count[i];
+	}
+	fault_pids_reset(&d->kept);
+	if (r == 0)
+		r = drain_rings(d, out);
+	if (r < 0)
+		return r;
+	fault_pids_finish(out);
+	return 0;
+}
+
+int fault_doorbell_fd(const struct fault_doorbell *d, int i)
+{
+	return d->fd[i];
 }

@@ -1,15 +1,21 @@
-/* fault_doorbell: a near-free answer to "has any process page-faulted
- * since I last looked?", so that a pass over an unchanged system costs a few
- * memory loads instead of one /proc/PID/stat read per process.
+/* fault_doorbell: a near-free answer to "which processes page-faulted
+ * since I last looked?", so that a pass costs what changed: a few memory
+ * loads on an unchanged system, and one /proc/PID/stat read per process
+ * that faulted otherwise.
  *
  * One system-wide software event per CPU counts page faults and writes a
- * tiny sample record every DOORBELL_PERIOD faults into a read-only
- * (overwriting) ring buffer. Checking the doorbell reads each buffer's
- * data_head from the mapped control page: no system call. Fewer than
- * DOORBELL_PERIOD faults on a CPU may go unseen until more follow (or the
- * next full rescan); a new 2 MiB candidate takes 512. The cost to the
- * system is one counter increment per fault and one 8-byte record per
- * DOORBELL_PERIOD faults.
+ * 16-byte sample record (PERF_SAMPLE_TID: pid, tid) every DOORBELL_PERIOD
+ * faults into a ring buffer that we consume (data_tail). Checking the
+ * doorbell reads each ring's data_head from the mapped control page: no
+ * system call. Of any DOORBELL_PERIOD consecutive faults on one CPU exactly
+ * one is sampled, so a process that faults that many times in a row is
+ * named; fewer may go unseen until more follow (or the rolling rescan). A
+ * new 2 MiB candidate takes 512 faults. When a ring fills up, or the kernel
+ * throttles the event, records are lost: the drain says so, and the caller
+ * must assume that every process may have faulted. The poll wake-up comes
+ * after DOORBELL_WAKEUP samples on one CPU, so an event loop can sleep on
+ * the fds (fault_doorbell_fd). The cost to the system is one counter
+ * increment per fault and one record per DOORBELL_PERIOD faults.
  *
  * CPU hotplug (measured on 6.18): perf_event_open() on an offline CPU fails
  * with ENODEV, and an event opened before its CPU went offline stays silent
@@ -27,7 +33,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault_ring.h"
+
 #define DOORBELL_PERIOD 64
+#define DOORBELL_WAKEUP 8 /* samples per CPU before poll wakes: 512 faults, one 2 MiB block */
+#define DOORBELL_PAGES  8 /* data pages per CPU: 2048 records */
 
 /* The system calls, injectable for tests. */
 struct fault_doorbell_ops {
@@ -48,11 +58,12 @@ struct fault_doorbell {
 	int ncpu; /* events open */
 	int possible;
 	int *fd;
-	void **page; /* mapped control page + one data page per CPU */
-	uint64_t *armed_head;
+	void **page; /* mapped control page + DOORBELL_PAGES data pages per CPU */
 	size_t map_len;
 	const struct fault_doorbell_ops *ops; /* NULL: never opened */
 	char online[DOORBELL_ONLINE_MAX];     /* the online list when last opened */
+	unsigned opens;                       /* (re)opens: each changed the fds */
+	struct fault_pids kept;               /* drained from rings closed by a refresh */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
@@ -63,15 +74,26 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 void fault_doorbell_close(struct fault_doorbell *d);
 
 /* Opens the events again, for the CPUs online now, if the online list
- * changed since they were opened, or if force. Returns 1 if it did, 0 if
- * not (or d was never opened), -errno if it failed (d then has no events
- * and rings always, so nothing is missed). Call fault_doorbell_arm() after
- * it. */
+ * changed since they were opened, or if force. What the old rings held is
+ * kept for the next fault_doorbell_drain(). Returns 1 if it did, 0 if not
+ * (or d was never opened), -errno if it failed (d then has no events and
+ * rings always, so nothing is missed). Either way d->opens counts it: the
+ * fds changed, and an event loop must listen to the new ones. */
 int fault_doorbell_refresh(struct fault_doorbell *d, bool force);
 
-/* Remembers the current position: faults from now on ring the bell. */
+/* Discards what was recorded: faults from now on ring the bell. */
 void fault_doorbell_arm(struct fault_doorbell *d);
 
-/* True if any CPU recorded faults since the last arm, or if there is no
- * doorbell. */
+/* True if any CPU recorded faults since the last arm or drain, or if there
+ * is no doorbell. */
 bool fault_doorbell_rang(const struct fault_doorbell *d);
+
+/* Consumes every ring: appends the PIDs that faulted to out (finished:
+ * sorted, unique) and sets out->lost if records were lost or garbled.
+ * Returns 0, -ENODEV when there is no doorbell (out->lost is then set), or
+ * -ENOMEM. */
+int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
+
+/* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
+ * DOORBELL_WAKEUP samples; for an event loop to sleep on. */
+int fault_doorbell_fd(const struct fault_doorbell *d, int i);

@@ -68,16 +68,27 @@ void mapped_watch_note(struct mapped_watch *w, double now)
 {
 	w->known = read_mapped_memory_kb(&w->kb) == 0;
 	w->next_check = now + MAPPED_CHECK_S;
+	w->faulted_kb = 0;
+}
+
+void mapped_watch_faulted(struct mapped_watch *w, uint64_t kb)
+{
+	w->faulted_kb = w->faulted_kb + kb < w->faulted_kb ? UINT64_MAX : w->faulted_kb + kb;
 }
 
 bool mapped_watch_moved(struct mapped_watch *w, double now)
 {
-	uint64_t kb = 0; /* clang-analyzer cannot see that 0 means set */
+	uint64_t kb = 0, before = w->kb, explained = w->faulted_kb; /* clang-analyzer cannot see that 0 means set */
 
 	if (!w->known || now < w->next_check)
 		return false;
 	w->next_check = now + MAPPED_CHECK_S;
 	if (read_mapped_memory_kb(&kb) < 0)
 		return false;
-	return kb > w->kb + MAPPED_SLACK_KB || kb + MAPPED_SLACK_KB < w->kb;
+	w->kb = kb;
+	w->faulted_kb = 0;
+	w->grew = kb > before + MAPPED_SLACK_KB;
+	if (explained > UINT64_MAX - MAPPED_SLACK_KB - before)
+		return false;
+	return kb > before + explained + MAPPED_SLACK_KB;
 }

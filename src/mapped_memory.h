@@ -20,10 +20,17 @@ int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb);
 /* Reads proc_root()/meminfo. Returns 0 or -errno. */
 int read_mapped_memory_kb(uint64_t *mapped_kb);
 
-/* A watch on that total, for passes that would otherwise idle: note() takes
- * it, moved() says whether it has since moved by MAPPED_SLACK_KB (the kernel
- * folds per-CPU counts about once a second, so smaller moves are noise),
- * reading /proc/meminfo at most every MAPPED_CHECK_S seconds. */
+/* A watch on that total, for passes that would otherwise idle or sample
+ * only the processes that faulted: note() takes it, moved() says whether
+ * it has grown by more than the faults seen meanwhile explain
+ * (mapped_watch_faulted()) plus MAPPED_SLACK_KB (the kernel folds per-CPU
+ * counts about once a second, so smaller moves are noise). moved() reads
+ * /proc/meminfo at most every MAPPED_CHECK_S seconds, and each read starts
+ * the next window. Shrinking never counts: freed memory holds no candidate.
+ * Faults of huge pages and heavy faulting elsewhere blur it: it errs
+ * towards "moved" for the first, and may hide a populate during the second
+ * until the rolling rescan; `grew` says the total grew at all, which is
+ * enough to look for new processes. */
 #define MAPPED_CHECK_S  0.5
 #define MAPPED_SLACK_KB 2048
 
@@ -31,7 +38,11 @@ struct mapped_watch {
 	uint64_t kb;
 	bool known; /* kb was read; an unreadable meminfo never moves */
 	double next_check;
+	uint64_t faulted_kb; /* memory the faults seen in this window may have filled */
+	bool grew;           /* a check saw growth beyond the slack, explained or not;
+			      * the caller clears it */
 };
 
 void mapped_watch_note(struct mapped_watch *w, double now);
+void mapped_watch_faulted(struct mapped_watch *w, uint64_t kb);
 bool mapped_watch_moved(struct mapped_watch *w, double now);

@@ -166,6 +166,18 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	scalar_u64(f, "hugecollapsed_passes_idle_total", "counter",
 		   "Passes skipped because no process page-faulted since the last full pass and nothing was pending.",
 		   e->passes_idle);
+	scalar_u64(f, "hugecollapsed_samples_full_total", "counter",
+		   "Passes that read every process's stat: first pass, lost fault records, memory mapped without "
+		   "faults, no fault doorbell.",
+		   e->full_samples);
+	scalar_u64(f, "hugecollapsed_samples_partial_total", "counter",
+		   "Passes that read the stat of changed processes only: faulted, new, holding candidates, the "
+		   "rolling slice.",
+		   e->partial_samples);
+	scalar_u64(f, "hugecollapsed_stat_reads_total", "counter", "Process stat reads taken by samples.",
+		   e->stat_reads);
+	scalar_u64(f, "hugecollapsed_doorbell_wakeups_total", "counter",
+		   "Back-to-back passes woken by the page-fault doorbell (scan_interval_ms = 0).", e->doorbell_wakeups);
 	scalar_seconds(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.",
 		       t->scan_s);
 	scalar_seconds(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.",

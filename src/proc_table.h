@@ -25,6 +25,7 @@ struct proc_state {
 	uint64_t start_ticks;
 	uint64_t exec_id;        /* image fingerprint at the last scan: execve keeps pid and start */
 	struct proc_sample prev; /* last sample, for deltas */
+	double sample_time;      /* monotonic seconds of prev */
 	struct activity activity;
 	double last_active; /* monotonic seconds */
 	bool seen;          /* mark for the sweep of exited processes */
@@ -47,6 +48,14 @@ struct proc_state {
 	 * later (policy_recheck), since a MADV_HUGEPAGE given after the faults
 	 * changes no counter the sample sees. */
 	bool policy_refused, policy_recheck;
+	/* Whole blocks in VMAs that the flags and the THP policy allowed at the
+	 * last scan (candidates, huge, sparse or cold alike; 0 while its policy
+	 * is disabled), under the engine's policy_gen of then (rescan.c: a
+	 * process with none is not read again for faults alone). */
+	uint64_t open_blocks;
+	unsigned scan_policy_gen;
+	uint64_t refused_kb;               /* Rss of whole blocks the THP policy refused, last scan */
+	uint32_t unread_samples;           /* doorbell samples naming it since its last stat read */
 	bool denied;                       /* no ptrace access to this process: skipped */
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
@@ -70,3 +79,18 @@ const char *proc_state_cgroup(const struct proc_state *s);
  * Returns 0 or -ENOMEM (then the table holds a consistent subset). */
 int proc_states_update(struct proc_state **st, size_t *n, size_t *cap, const struct proc_table *sample, double dt,
 		       long hz, double now);
+
+/* Merges a partial sample (sorted by pid: the processes that faulted, the
+ * new ones, a slice of the rest): known processes are updated with the
+ * time since their own last sample, recycled PIDs start over, new ones are
+ * added. Nobody is forgotten: that is proc_states_sweep()'s job. Returns 0
+ * or -ENOMEM (then the table holds a consistent subset). */
+int proc_states_merge(struct proc_state **st, size_t *n, size_t *cap, const struct proc_table *sample, long hz,
+		      double now);
+
+/* The sweep against a PID listing (sorted, procs_list_pids()): forgets
+ * every process whose PID is not listed, and sets fresh[0..*nfresh) to the
+ * listed PIDs the table does not hold (a sorted merge, no file read).
+ * Returns 0 or -ENOMEM. */
+int proc_states_sweep(struct proc_state *st, size_t *n, const pid_t *alive, size_t nalive, pid_t **fresh,
+		      size_t *nfresh, size_t *capfresh);

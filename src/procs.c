@@ -4,6 +4,7 @@
  * reads one file per process. */
 #include "procs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -109,6 +110,86 @@ void proc_table_free(struct proc_table *t)
 	free(t->p);
 	t->p = NULL;
 	t->n = t->cap = 0;
+}
+
+static int cmp_pid_t(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A /proc entry name that is a PID: digits only, no leading zero. */
+static pid_t name_pid(const char *name)
+{
+	long v = 0;
+
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	for (const char *c = name; *c; c++) {
+		if (*c < '0' || *c > '9' || v > INT32_MAX / 10)
+			return 0;
+		v = v * 10 + (*c - '0');
+	}
+	return v <= INT32_MAX ? (pid_t)v : 0;
+}
+
+int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int sorted = 1, r = 0;
+
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid = name_pid(de->d_name);
+
+		if (!pid)
+			continue;
+		if (GROW(*pids, *cap, *n + 1) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (*n > 0 && (*pids)[*n - 1] > pid)
+			sorted = 0;
+		(*pids)[(*n)++] = pid;
+	}
+	closedir(d);
+	/* /proc lists in ascending PID order, so this rarely runs. */
+	if (!sorted)
+		qsort(*pids, *n, sizeof(**pids), cmp_pid_t);
+	return r;
+}
+
+int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out)
+{
+	out->n = 0;
+	if (n && table_reserve(out, n) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char name[32], buf[2048];
+		struct proc_sample ps;
+		ssize_t len;
+
+		snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
+		len = read_small_file_at(rootfd, name, buf, sizeof(buf));
+		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i] || ps.vsize == 0)
+			continue;
+		out->p[out->n++] = ps;
+	}
+	return 0;
+}
+
+int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc_table *out)
+{
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (rootfd < 0)
+		return -errno;
+	r = procs_sample_pids_at(rootfd, pids, n, out);
+	close(rootfd);
+	return r;
 }
 
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)

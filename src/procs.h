@@ -35,6 +35,18 @@ void procs_close(struct procs *p);
  * no mm, are left out) into out, sorted by pid. Returns 0 or -errno. */
 int procs_sample(struct procs *p, struct proc_table *out);
 void proc_table_free(struct proc_table *t);
+
+/* Every numeric entry of root (a /proc), sorted: threads are not listed,
+ * kernel threads are. Reads no file. Returns 0 or -errno. */
+int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap);
+/* Reads root/PID/stat of each of pids[0..n) (sorted) into out, which it
+ * empties first; processes that are gone, and kernel threads and zombies
+ * (vsize 0: no mm), are left out. Returns 0 or -errno (-ENOMEM, or root
+ * cannot be opened). */
+int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc_table *out);
+/* The same through an open directory fd of root (kept open between passes:
+ * no path walk of /proc per pass). */
+int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out);
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
 
 /* Pure parsers, over the text of one /proc file. */

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "sample_set.h"
 #include "vma_eligibility.h"
 
 /* The identity of a VMA, as far as the kernel's EINVAL is concerned: its
@@ -123,6 +124,7 @@ static uint64_t count_forgotten(struct block_memo *old, size_t nold, struct bloc
  * change a knob the daemon does not own. On failure the last one stands. */
 static void thp_refresh(struct engine *e, double now)
 {
+	struct thp_state before = e->thp;
 	int r;
 
 	if (now - e->thp_read_at < 1.0)
@@ -131,6 +133,8 @@ static void thp_refresh(struct engine *e, double now)
 	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
 	if (r < 0)
 		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
+	else if (memcmp(&before, &e->thp, sizeof(before))) /* bytes only: no padding */
+		e->policy_gen++;
 }
 
 /* Reads smaps and page tables of one process; replaces its block list.
@@ -179,6 +183,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	} else {
 		memset(s->results, 0, sizeof(s->results));
 		s->policy_refused = false;
+		s->open_blocks = 0;
+		s->refused_kb = 0;
 	}
 	thp_refresh(e, now);
 	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
@@ -204,11 +210,15 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		verdict =
 		    vma_verdict(v, &pol->limits, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
 				pol->file_backed);
+		if (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD)
+			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
 			s->results[verdict] += b.whole;
 			/* Populated enough to be a candidate once advised. */
 			if (verdict == SCAN_THP_POLICY && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
 				s->policy_refused = true;
+			if (verdict == SCAN_THP_POLICY && b.whole)
+				s->refused_kb += v->rss_kb;
 			continue;
 		}
 		if (!b.whole)
@@ -272,6 +282,30 @@ int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
 	return 0;
 }
 
+/* Faults fill the VMAs a process has. Where its last scan found no whole
+ * block that the VMA's flags and the THP policy allow (a shell under
+ * enabled=madvise: nothing advised), faults cannot make a candidate while
+ * the address space keeps its size (a new or grown mapping changes vsize),
+ * its RSS grew by less than half a block, and the THP policy and the config
+ * stay the same: such a process is not read
+ * again for its faults, nor is one whose policy is disabled. A MADV_HUGEPAGE
+ * given after the faults is the policy recheck's (policy_refused), a prctl
+ * the full rescan's. */
+static bool rescan_closed(struct engine *e, const struct proc_state *s, bool maps_changed, double now)
+{
+	if (proc_state_disabled(s, e->policy_gen))
+		return true; /* whatever it maps: its policy collapses nothing */
+	if (!s->scanned || s->open_blocks || maps_changed || !s->policy)
+		return false;
+	/* Grown by half a block or more: refused memory may now be populated
+	 * enough for the policy recheck (a first look in the middle of a fill
+	 * saw too little to ask for one). */
+	if (s->prev.rss_pages >= s->scan_rss + HPAGE_PAGES / 2)
+		return false;
+	thp_refresh(e, now);
+	return proc_state_closed(s, e->policy_gen);
+}
+
 void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
 		  double now, bool force)
 {
@@ -283,11 +317,21 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
 	bool resuming = s->pid == e->scan_from_pid && e->scan_from_addr;
+	bool closed = changed && rescan_closed(e, s, maps_changed, now);
+	uint64_t refused_kb = s->refused_kb;
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r;
 
-	if (!changed && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
+	/* Too small for a 2 MiB block (like the short-lived processes of a
+	 * shell, cron or a health check): not even a first look until it
+	 * grows (its faults name it to the sample); after one, not again until
+	 * it grows or its maps change. */
+	if (proc_state_small(s) && !force && !resuming && !o->unlimited && (!s->scanned || !maps_changed)) {
+		ps->procs_unchanged++;
+		return;
+	}
+	if ((!changed || closed) && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
 	    (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
 		return;
@@ -306,7 +350,8 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	}
 	if (!s->policy->enable) {
 		s->nblocks = 0;
-		goto remember; /* not scanned, but not looked at again until it changes */
+		s->open_blocks = 0; /* nothing to collapse until the config changes */
+		goto remember;      /* not scanned, but not looked at again until it changes */
 	}
 	/* A refusal holds while its VMA is the same (on_candidate), for at most
 	 * full_rescan_s: what the kernel refuses can change without a trace in
@@ -344,7 +389,11 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 		goto out;
 	}
 	ps->procs_scanned++;
-	s->policy_recheck = changed && s->policy_refused;
+	/* A closed process looked at for the recheck is looked at again only
+	 * while its refused memory grows (a fill that may end in a
+	 * MADV_HUGEPAGE), not for every fork of a shell. */
+	s->policy_recheck =
+	    changed && s->policy_refused && (!closed || s->refused_kb * 1024 >= refused_kb * 1024 + HPAGE_SIZE / 2);
 	/* A dry run changes nothing, not even the referenced bits. */
 	if (s->policy->access_sampling && !o->dry_run && !o->unlimited &&
 	    now - s->last_clear >= s->policy->access_sample_s) {
@@ -353,6 +402,7 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	}
 remember:
 	s->scanned = true;
+	s->scan_policy_gen = e->policy_gen;
 	s->last_scan = now;
 	s->scan_minflt = now_stat.minflt;
 	s->scan_majflt = now_stat.majflt;

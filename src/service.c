@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -28,7 +29,13 @@ struct service {
 	struct engine engine;
 	struct khugepaged_saved khp;
 	sd_event *event;
-	sd_event_source *pass_source; /* a timer, or a defer source back to back */
+	sd_event_source *pass_source; /* a timer (back to back: the fallback tick) */
+	sd_event_source *again;       /* back to back: the next pass right away */
+	sd_event_source *rearm;       /* back to back: listen to the doorbell again */
+	sd_event_source **bell;       /* back to back: one per doorbell fd */
+	int nbell;
+	unsigned bell_opens; /* the doorbell's opens when bell was built */
+	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
 	bool back_to_back;
 	bool metrics_failed;         /* logged once until it works again */
 	struct cgroup2_root cgroup2; /* to forget the metrics of removed cgroups */
@@ -93,16 +100,158 @@ static bool run_pass(struct service *s)
 			 "collapse %.1f ms",
 			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
 			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
-	/* Every pass is reported, except idle passes less than a second apart
-	 * at intervals under 100 ms: back to back there are millions a second,
-	 * and writing the file would cost more than the passes. */
+	/* Every pass is reported, except passes less than a second apart that
+	 * collapsed nothing, at intervals under 100 ms: back to back the
+	 * doorbell may wake tens of passes a second on a busy machine, and
+	 * writing the file (with fsync) costs more than the passes. */
 	now = monotonic_seconds();
-	if (!ps.idle || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
+	if (ps.collapsed_bytes || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
 		write_metrics(s);
 		notify_status(s);
 		s->last_report = now;
 	}
 	return ps.idle;
+}
+
+/* Back to back (scan_interval_ms = 0), a pass runs when something
+ * happened, never in a loop over nothing: when the fault doorbell's poll
+ * wakes (DOORBELL_WAKEUP samples on one CPU), on a tick (BACK_TO_BACK_TICK_S:
+ * memory mapped without faults, the rolling rescan, work left over), and
+ * right away again only after a pass that collapsed something or ran out
+ * of time. Without a doorbell, the tick is all there is. */
+#define BACK_TO_BACK_TICK_S      0.5
+#define BACK_TO_BACK_TICK_NOBELL 0.01
+
+static uint64_t tick_usec(const struct service *s)
+{
+	if (!s->back_to_back)
+		return interval_usec(s);
+	return (uint64_t)((s->nbell ? BACK_TO_BACK_TICK_S : BACK_TO_BACK_TICK_NOBELL) * 1e6);
+}
+
+static int add_bells(struct service *s);
+
+static void drop_bells(struct service *s)
+{
+	for (int i = 0; i < s->nbell; i++)
+		sd_event_source_disable_unref(s->bell[i]);
+	free(s->bell);
+	s->bell = NULL;
+	s->nbell = 0;
+}
+
+static void back_to_back_pass(struct service *s)
+{
+	bool idle = run_pass(s);
+	const struct engine *e = &s->engine;
+
+	/* A pass may open the doorbell's events again (CPU hotplug): listen
+	 * to the new fds. Without them the tick still runs every pass. */
+	if (e->doorbell.opens != s->bell_opens) {
+		drop_bells(s);
+		if (add_bells(s) < 0)
+			log_err("cannot listen to the page-fault doorbell after it was reopened");
+	}
+	if (!idle && (e->last.collapsed_bytes || e->resume_pid))
+		sd_event_source_set_enabled(s->again, SD_EVENT_ONESHOT);
+}
+
+static int on_again(sd_event_source *src, void *userdata)
+{
+	(void)src;
+	back_to_back_pass(userdata);
+	return 0;
+}
+
+static void set_bells(struct service *s, int enabled)
+{
+	for (int i = 0; i < s->nbell; i++)
+		sd_event_source_set_enabled(s->bell[i], enabled);
+}
+
+/* Faults arrive in floods on a busy machine (a build wakes the doorbell
+ * hundreds of times a second): after a second wake-up within BELL_GAP_S,
+ * the doorbell is not listened to for BELL_GAP_S, and what rang meanwhile
+ * wakes the loop right after (epoll asks perf again when the fds are added
+ * back). Wake-ups further apart (a shell's commands) cost no epoll_ctl and
+ * no timer: perf's poll reports each wake-up once, so the fds may stay. */
+#define BELL_GAP_S 0.02
+
+static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct service *s = userdata;
+	double now = monotonic_seconds();
+	bool flood = now - s->last_bell < BELL_GAP_S;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	s->last_bell = now;
+	s->engine.doorbell_wakeups++;
+	back_to_back_pass(s);
+	if (!flood)
+		return 0;
+	set_bells(s, SD_EVENT_OFF);
+	sd_event_source_set_time_relative(s->rearm, (uint64_t)(BELL_GAP_S * 1e6));
+	sd_event_source_set_enabled(s->rearm, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	set_bells(userdata, SD_EVENT_ON);
+	return 0;
+}
+
+static void drop_pass_sources(struct service *s)
+{
+	s->pass_source = sd_event_source_disable_unref(s->pass_source);
+	s->again = sd_event_source_disable_unref(s->again);
+	s->rearm = sd_event_source_disable_unref(s->rearm);
+	drop_bells(s);
+}
+
+/* One io source per doorbell fd. */
+static int add_bells(struct service *s)
+{
+	const struct fault_doorbell *d = &s->engine.doorbell;
+	int r;
+
+	s->bell_opens = d->opens;
+	s->bell = calloc((size_t)(d->ncpu > 0 ? d->ncpu : 1), sizeof(sd_event_source *));
+	if (!s->bell)
+		return -ENOMEM;
+	for (int i = 0; i < d->ncpu; i++) {
+		r = sd_event_add_io(s->event, &s->bell[i], fault_doorbell_fd(d, i), EPOLLIN, on_doorbell, s);
+		if (r < 0)
+			return r;
+		s->nbell++;
+		r = sd_event_source_set_priority(s->bell[i], SD_EVENT_PRIORITY_IDLE);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int add_doorbell_sources(struct service *s)
+{
+	int r = add_bells(s);
+
+	if (r < 0)
+		return r;
+	r = sd_event_add_defer(s->event, &s->again, on_again, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->again, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_source_set_priority(s->again, SD_EVENT_PRIORITY_IDLE);
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->event, &s->rearm, CLOCK_MONOTONIC, (uint64_t)(BELL_GAP_S * 1e6), 1,
+					       on_rearm, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->rearm, SD_EVENT_OFF);
+	return r;
 }
 
 /* The next pass is an interval after this one ends, so a slow pass never
@@ -112,47 +261,33 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	struct service *s = userdata;
 
 	(void)usec;
-	run_pass(s);
-	sd_event_source_set_time_relative(src, interval_usec(s));
+	if (s->back_to_back)
+		back_to_back_pass(s);
+	else
+		run_pass(s);
+	sd_event_source_set_time_relative(src, tick_usec(s));
 	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 	return 0;
 }
 
-/* Back to back, idle passes (a few loads each) run in a batch of up to
- * 1 ms per dispatch: one trip through the event loop costs more than many
- * idle passes, and 1 ms does not delay signals noticeably. */
-static int on_pass_defer(sd_event_source *src, void *userdata)
-{
-	double until = monotonic_seconds() + 0.001;
-
-	(void)src;
-	while (run_pass(userdata) && monotonic_seconds() < until)
-		;
-	return 0;
-}
-
-/* scan_interval_ms = 0 runs passes back to back from a defer source, which
- * fires on every loop iteration without re-arming a timer: timerfd_settime
- * was most of the cost of an idle pass. At idle priority, signals and the
- * watchdog always go first. Called at start and after a reload. */
+/* Passes run from a timer every scan_interval_ms, or back to back (see
+ * above). At idle priority, signals and the watchdog always go first.
+ * Called at start and after a reload. */
 static int schedule_passes(struct service *s)
 {
 	bool back_to_back = interval_usec(s) == 0;
-	int r;
+	int r = 0;
 
 	if (s->pass_source && s->back_to_back == back_to_back)
 		return 0;
-	s->pass_source = sd_event_source_disable_unref(s->pass_source);
+	drop_pass_sources(s);
 	s->back_to_back = back_to_back;
-	if (back_to_back) {
-		r = sd_event_add_defer(s->event, &s->pass_source, on_pass_defer, s);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(s->pass_source, SD_EVENT_ON);
-	} else {
-		/* Accuracy 1 us: 0 would mean sd-event's default of 250 ms. */
-		r = sd_event_add_time_relative(s->event, &s->pass_source, CLOCK_MONOTONIC, interval_usec(s), 1,
+	if (back_to_back)
+		r = add_doorbell_sources(s);
+	/* Accuracy 1 us: 0 would mean sd-event's default of 250 ms. */
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->event, &s->pass_source, CLOCK_MONOTONIC, tick_usec(s), 1,
 					       on_pass_timer, s);
-	}
 	if (r >= 0)
 		r = sd_event_source_set_priority(s->pass_source, SD_EVENT_PRIORITY_IDLE);
 	return r;
@@ -334,7 +469,7 @@ int service_run(const char *config_path)
 out:
 	/* Release our descriptors first: restoring opens sysfs files, and a
 	 * start that failed for want of descriptors must still restore. */
-	sd_event_source_disable_unref(s.pass_source);
+	drop_pass_sources(&s);
 	sd_event_unref(s.event);
 	if (s.engine.procs)
 		engine_free(&s.engine);

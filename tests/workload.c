@@ -21,7 +21,9 @@
  * word i of the buffer holds pattern_word(i), so a page moved to the wrong
  * place or replaced by zeroes during a collapse is caught:
  *   SIGUSR1          verify, print "pattern ok" or "pattern bad at OFF"
- *   SIGUSR2          idle role: fault in one more page of a spare mapping
+ *   SIGUSR2          idle role: fault in TOUCH_BURST more pages of a spare
+ *                    mapping in a burst, enough for the fault doorbell (one
+ *                    sample per 64 faults on a CPU) to name the process
  *                    (minflt and RSS change, the address space does not)
  *   SIGHUP           idle role: map one more, untouched page (only the
  *                    address space changes); prints "grew" or "touched"
@@ -60,6 +62,7 @@
 #define WORDS_PER_PG  (PAGE_SZ / sizeof(uint64_t))
 #define PATTERN_SEED  UINT64_C(0x9e3779b97f4a7c15)
 #define SPARSE_STRIDE 16u /* the sparse role touches one page in 16 */
+#define TOUCH_BURST   128u
 
 /* idle: filled (so referenced) and then never touched, unlike cold no
  * MADV_COLD. churn: every interval maps a fresh buffer, fills it with 4 KiB
@@ -273,8 +276,9 @@ static void touch_or_grow(char *spare)
 {
 	static size_t touched;
 
-	if (touch_requested && spare && touched < HPAGE_SZ / PAGE_SZ) {
-		spare[touched++ * PAGE_SZ] = 1;
+	if (touch_requested && spare && touched + TOUCH_BURST <= HPAGE_SZ / PAGE_SZ) {
+		for (size_t i = 0; i < TOUCH_BURST; i++)
+			spare[touched++ * PAGE_SZ] = 1;
 		printf("touched\n");
 	}
 	if (grow_requested) {

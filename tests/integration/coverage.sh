@@ -20,7 +20,7 @@
 
 NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
 require_root
-require_cmd jq promtool curl "$NODE_EXPORTER"
+require_cmd jq promtool curl perl "$NODE_EXPORTER"
 require_exec "$HC_BIN" "$HC_WORKLOAD"
 
 CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -101,10 +101,12 @@ echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
 echo "${WL_PID[shm]}" >"$CG_ROOT/$CG/cgroup.procs"
 # Four more cgroups without a policy file, a sleeping process in each: with
 # coverage_top_cgroups = 3, at most 3 of them and "/" get their own series,
-# the rest is "other".
+# the rest is "other". Each sleeper holds 3 MB of heap: a process under
+# 2 MiB of RSS gets no look at all (it cannot fill a block), so its cgroup
+# would never be known.
 for k in 1 2 3 4; do
 	mkdir "$CG_ROOT/$CG-x$k" || hc_not_ok "create $CG_ROOT/$CG-x$k"
-	sleep 600 &
+	perl -e 'my $heap = "x" x 3000000; sleep 600' &
 	HC_PIDS+=("$!")
 	echo "$!" >"$CG_ROOT/$CG-x$k/cgroup.procs"
 done

@@ -47,6 +47,10 @@ perl -e '
 	open(my $cg, ">", $procs) or die "join cgroup: $!";
 	print $cg "$$\n";
 	close($cg) or die "join cgroup: $!";
+	# 1 MB of heap, shared with every sleeper from its birth: well over the
+	# 2 MiB of RSS under which a process gets no look at all (it cannot
+	# fill a block).
+	my $heap = "x" x 1000000;
 	for (1 .. $n) {
 		my $pid = fork;
 		die "fork: $!" unless defined $pid;

@@ -2,7 +2,8 @@
  * (ENODEV, as 6.18 answers) are opened once the online list changes; a
  * forced refresh opens every event again (a CPU that went offline and came
  * back in between has a silent event); the old events are closed; a fault
- * on a CPU that came online rings the bell. Then the real thing, once. */
+ * on a CPU that came online rings the bell; the PIDs in rings closed by a
+ * refresh reach the next drain. Then the real thing, once. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -135,6 +137,68 @@ static void test_refresh_failure_rings(void **state)
 	assert_int_equal(fk.live, 0);
 }
 
+/* Writes one PERF_SAMPLE_TID record for pid at CPU cpu's data_head. */
+static void sample_on(int cpu, uint32_t pid)
+{
+	struct {
+		struct perf_event_header h;
+		uint32_t pid, tid;
+	} rec = {{PERF_RECORD_SAMPLE, 0, sizeof(rec)}, pid, pid};
+	struct perf_event_mmap_page *pg = fk.page[cpu];
+	size_t pagesz = (size_t)sysconf(_SC_PAGESIZE), size = DOORBELL_PAGES * pagesz;
+	uint8_t *data = (uint8_t *)pg + pagesz;
+
+	memcpy(data + (pg->data_head & (size - 1)), &rec, sizeof(rec));
+	pg->data_head += sizeof(rec);
+}
+
+/* A refresh closes the rings: who faulted in them is kept for the next
+ * drain, and opens counts the new fds (an event loop listens again). */
+static void test_refresh_keeps_faulted(void **state)
+{
+	struct fault_doorbell d;
+	struct fault_pids p = {0};
+
+	(void)state;
+	fk.online[0] = fk.online[1] = true;
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	assert_int_equal(d.opens, 1);
+	sample_on(0, 42);
+	sample_on(1, 7);
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	assert_int_equal(d.opens, 2);
+	assert_true(fault_doorbell_rang(&d)); /* the new rings are empty, the kept set is not */
+	sample_on(1, 42);
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_false(p.lost);
+	assert_int_equal(p.n, 2);
+	assert_int_equal(p.pid[0], 7);
+	assert_int_equal(p.pid[1], 42);
+	assert_int_equal(p.samples, 3);
+	assert_false(fault_doorbell_rang(&d));
+	fault_pids_reset(&p);
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_int_equal(p.n, 0);
+
+	/* Arm discards the kept set too. */
+	sample_on(0, 9);
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	fault_doorbell_arm(&d);
+	assert_false(fault_doorbell_rang(&d));
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_int_equal(p.n, 0);
+
+	/* A failed refresh: no events, every drain says lost. */
+	fk.open_err = EMFILE;
+	assert_int_equal(fault_doorbell_refresh(&d, true), -EMFILE);
+	assert_int_equal(d.opens, 4); /* the fds changed: to none */
+	assert_int_equal(fault_doorbell_drain(&d, &p), -ENODEV);
+	assert_true(p.lost);
+	fault_pids_free(&p);
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+}
+
 static void test_no_cpu_at_all(void **state)
 {
 	struct fault_doorbell d;
@@ -169,6 +233,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_cpu_comes_online, setup),
 	    cmocka_unit_test_setup(test_refresh_failure_rings, setup),
+	    cmocka_unit_test_setup(test_refresh_keeps_faulted, setup),
 	    cmocka_unit_test_setup(test_no_cpu_at_all, setup),
 	    cmocka_unit_test(test_real),
 	};

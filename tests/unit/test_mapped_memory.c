@@ -6,9 +6,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -135,12 +137,60 @@ static void test_live_populate_moves_total(void **state)
 			 (long long)delta[TRIALS / 2], len >> 10, (long long)delta[0], (long long)delta[TRIALS - 1]);
 }
 
+static void write_meminfo(const char *dir, unsigned anon_kb)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/meminfo", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "MemTotal: 1000000 kB\nAnonPages: %u kB\nMapped: 1000 kB\n", anon_kb);
+	fclose(f);
+}
+
+/* The watch: growth that the faults seen explain does not count, growth
+ * beyond it (plus the slack) does, shrinking never does, and meminfo is
+ * read at most every MAPPED_CHECK_S, each read starting a new window. */
+static void test_watch_faults_explain_growth(void **state)
+{
+	char dir[] = "/tmp/hc-meminfo-XXXXXX", path[128];
+	struct mapped_watch w = {0};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(setenv("HC_PROC_ROOT", dir, 1), 0);
+	write_meminfo(dir, 100000);
+	mapped_watch_note(&w, 10.0);
+	assert_true(w.known);
+	write_meminfo(dir, 103000);
+	mapped_watch_faulted(&w, 2000);
+	assert_false(mapped_watch_moved(&w, 10.2)); /* too soon: not read */
+	assert_false(mapped_watch_moved(&w, 10.5)); /* 3000 <= 2000 + slack */
+	write_meminfo(dir, 103000 + MAPPED_SLACK_KB + 1);
+	assert_true(mapped_watch_moved(&w, 11.0)); /* no faults this window */
+	write_meminfo(dir, 50000);
+	assert_false(mapped_watch_moved(&w, 11.5)); /* shrinking */
+	mapped_watch_faulted(&w, UINT64_MAX);
+	mapped_watch_faulted(&w, 5); /* saturates */
+	write_meminfo(dir, 900000);
+	assert_false(mapped_watch_moved(&w, 12.0));
+	unsetenv("HC_PROC_ROOT");
+	snprintf(path, sizeof(path), "%s/meminfo", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_real_capture),      cmocka_unit_test(test_fields_anywhere_in_order),
-	    cmocka_unit_test(test_lookalike_names),   cmocka_unit_test(test_hostile),
-	    cmocka_unit_test(test_missing_proc_root), cmocka_unit_test(test_live_populate_moves_total),
+	    cmocka_unit_test(test_real_capture),
+	    cmocka_unit_test(test_fields_anywhere_in_order),
+	    cmocka_unit_test(test_lookalike_names),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_missing_proc_root),
+	    cmocka_unit_test(test_live_populate_moves_total),
+	    cmocka_unit_test(test_watch_faults_explain_growth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,95 @@
+#!/bin/bash
+# bench/plot.sh [DIR]: the benchmark plots, as SVG, from the data files that
+# bench/run writes into DIR (default bench/results):
+#   scaling.svg        CPU per second and RSS of hugecollapsed against the
+#                      number of idle processes (plus a ticker), next to
+#                      khugepaged's CPU at its defaults (scaling.dat);
+#   time_to_huge.svg   percent huge over time of a process that turns hot,
+#                      at each of those sizes (tth_scale_N.dat);
+#   time_to_huge_seed.svg  the seed scenario's hot2 under khugepaged at its
+#                      defaults, at an equal budget, and hugecollapsed
+#                      (tth_seed_SETUP_VARIANT.dat).
+# Needs gnuplot (Debian: gnuplot-nox, installed by scripts/deps.sh).
+set -euo pipefail
+
+DIR=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/results}
+command -v gnuplot >/dev/null || {
+	echo "bench/plot.sh: needs gnuplot (apt-get install gnuplot-nox)" >&2
+	exit 1
+}
+[[ -s $DIR/scaling.dat ]] || {
+	echo "bench/plot.sh: no $DIR/scaling.dat: run BENCH_ONLY=scale bench/run first" >&2
+	exit 1
+}
+
+gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/scaling.svg"
+set title "Idle processes + a ticker (/bin/true 10x/s), default settings"
+set xlabel "idle processes"
+set ylabel "CPU, % of one CPU"
+set y2label "hugecollapsed RSS, MiB"
+set logscale x
+set xrange [50:20000]
+set yrange [0:1.2<*]
+set y2range [0:*]
+set ytics nomirror
+set y2tics
+set key top left
+set grid
+plot "$DIR/scaling.dat" using 1:2 with linespoints lw 2 pt 7 title "hugecollapsed CPU", \
+     "" using 1:6 with linespoints lw 2 pt 5 title "khugepaged CPU (defaults)", \
+     "" using 1:(\$4/1024) axes x1y2 with linespoints dt 2 pt 9 title "hugecollapsed RSS", \
+     1 with lines dt 3 lc rgb "red" title "1% target (10000)"
+EOG
+
+files=()
+for f in "$DIR"/tth_scale_*.dat; do [[ -s $f ]] && files+=("$f"); done
+if ((${#files[@]})); then
+	plot=
+	for f in $(printf '%s\n' "${files[@]}" | sort -t_ -k3 -n); do
+		n=${f##*tth_scale_}
+		n=${n%.dat}
+		plot+="${plot:+, }\"$f\" using 1:2 with lines lw 2 title \"$n idle processes\""
+	done
+	gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/time_to_huge.svg"
+set title "A 128 MiB process turns hot: hugecollapsed, default settings"
+set xlabel "seconds since the process was ready"
+set ylabel "% of its buffer PMD-mapped"
+set yrange [0:105]
+set key bottom right
+set grid
+plot $plot
+EOG
+fi
+# The seed scenario: hot2 (started after hot1 and a cold task) under
+# khugepaged at its defaults (a), khugepaged at hugecollapsed's budget (b)
+# and hugecollapsed (c); seconds of hot2's own life, % of it huge.
+plot=
+for f in "$DIR"/tth_seed_[abc]_*.dat; do
+	[[ -s $f ]] || continue
+	base=${f##*/tth_seed_}
+	base=${base%.dat}
+	case ${base%%_*} in
+	a) label="khugepaged, defaults" ;;
+	b) label="khugepaged, equal budget" ;;
+	*) label="hugecollapsed" ;;
+	esac
+	plot+="${plot:+, }\"$f\" using 1:3 with linespoints lw 2 title \"$label (MADV_${base#*_} cold task)\""
+done
+if [[ -n $plot ]]; then
+	gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/time_to_huge_seed.svg"
+set title "hot2 after hot1 and a cold task (128 MiB each): % PMD-mapped over time"
+set xlabel "seconds of hot2's life"
+set ylabel "% of hot2's buffer PMD-mapped"
+set yrange [0:105]
+set key bottom right
+set grid
+plot $plot
+EOG
+fi
+echo "bench/plot.sh: wrote $(ls "$DIR"/*.svg | tr '\n' ' ')"

@@ -41,8 +41,9 @@
  * The churn role maps a new buffer every interval, fills it and unmaps the
  * old one (what allocators do); each buffer is advised as the others are
  * (--advise-huge is kept as another name for --advise hg).
- * The manyvmas role writes nothing and makes every other page of its
- * buffer read-only: one VMA per page (--mb 250 is 64000 VMAs).
+ * The manyvmas role fills its buffer, then makes every other page
+ * read-only: one VMA per page (--mb 250 is 64000 VMAs), with the resident
+ * memory that makes the daemon look at it.
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -177,8 +178,6 @@ static void fill_page(char *buf, size_t page)
 
 static bool page_touched(enum role r, size_t page)
 {
-	if (r == MANYVMAS)
-		return false;
 	if (r == PARTIAL)
 		return page % 4 != 3;
 	return r != SPARSE || page % SPARSE_STRIDE == 0;

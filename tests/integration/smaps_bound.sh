@@ -3,7 +3,8 @@
 # defect 8). Reading that process's smaps needs a buffer of ~50 MiB and a
 # VMA list of ~5 MiB; they used to be kept for the daemon's lifetime. The
 # daemon, confined to this test's cgroup, scans the workload (hc_workload's
-# manyvmas role: every other page of 250 MiB read-only), which then exits.
+# manyvmas role: 250 MiB filled, then every other page read-only), which
+# then exits.
 # Asserts that its VmHWM shows the large read happened (>= 40 MiB above the
 # start) and that its VmRSS afterwards is within 16 MiB of the start.
 # Needs root and cgroup v2.

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "log.h"
 #include "rescan.h"
+#include "smaps_scan.h"
 
 /* A process may have moved to another cgroup since its scan (up to
  * full_rescan_s ago): read its cgroup again, through the dirfd that is open
@@ -122,9 +123,13 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx, .pace = &pace};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
-	if (ok) /* coverage.h: the last scan's THP numbers are stale now */
+	if (ok) { /* coverage.h: the last scan's THP numbers are stale now */
 		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);
+		/* As after a scan: a process with tens of thousands of VMAs
+		 * must not leave its smaps buffers to every later pass. */
+		smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
+	}
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
 	if (collect_retry)

@@ -58,6 +58,10 @@ hc_wait_passes 3 20
 RSS1=$(status_kb VmRSS)
 hc_log "daemon VmRSS after the workload exited: $RSS1 kB"
 assert_le "VmRSS back within 16 MiB of the start (kB)" "$RSS1" $((RSS0 + 16 * 1024))
+if ((RSS1 > RSS0 + 16 * 1024)); then # where it is, for whoever reads the failure
+	awk '/^[0-9a-f]+-/ {m = $1 " " $6} $1 == "Rss:" && $2 > 1024 {print "#   " $2 " kB in " m}' \
+		"/proc/$HC_DAEMON_PID/smaps"
+fi
 hc_daemon_stop
 assert_eq "daemon exit status" "$?" 0
 hc_summary

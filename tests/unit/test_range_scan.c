@@ -3,6 +3,7 @@
  * pre-6.7 pread path forced with PAGEMAP_READ (group "pagemap_read"). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +38,29 @@ struct fixture {
 	char *lazy;
 	char *mixed; /* 300 written pages, the rest read: zero page */
 };
+
+/* MADV_FREE, with every page lazy-free when it returns. Freed pages reach
+ * the lazy-free state through a per-CPU batch; until it drains they read
+ * as not lazy-free, so smaps LazyFree read first and kpageflags read later
+ * could disagree (then the scan would probe). madvise_free_single_vma()
+ * drains this CPU's batch first, so a second MADV_FREE on the same CPU
+ * completes the first. */
+static int madvise_free_drained(char *p, size_t len)
+{
+	cpu_set_t all, one;
+	int r;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return -1;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return -1;
+	r = madvise(p, len, MADV_FREE) || madvise(p, len, MADV_FREE) ? -1 : 0;
+	if (sched_setaffinity(0, sizeof(all), &all))
+		r = -1;
+	return r;
+}
 
 /* A 2 MiB-aligned anonymous region that stays 4K-mapped while touched. */
 static char *map_blocks(size_t nblocks)
@@ -90,7 +114,7 @@ static int setup(void **state, enum pagemap_mode mode)
 	if (madvise(f->mem, HPAGE_SIZE, MADV_HUGEPAGE) || madvise(f->mem, HPAGE_SIZE, MADV_COLLAPSE))
 		return -1;
 	touch(f->lazy, HPAGE_SIZE, PAGE);
-	if (madvise(f->lazy, HPAGE_SIZE, MADV_FREE))
+	if (madvise_free_drained(f->lazy, HPAGE_SIZE))
 		return -1;
 	/* Reading keeps lazy-free pages lazy-free (only a write re-dirties),
 	 * and they still hold their data until reclaim takes them. */

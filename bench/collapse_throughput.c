@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "collapse.h"
+#include "bench_util.h"
 
 #define HPAGE_SZ  (2ul << 20)
 #define MAX_ROUND 100
@@ -33,21 +34,6 @@ static const char *const mode_names[] = {
     "one process_madvise per 2 MiB block",
     "collapse_blocks() (the daemon's path, batched)",
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* The child: on each byte from cmd, replace its region with a fresh
  * populated one and answer its address. */

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define HPAGE       (2UL << 20)
 #define PAGE        4096UL
 #define MAX_SAMPLES (1u << 21) /* 210 s at 100 us */
@@ -33,14 +35,6 @@ static float *samples_us;
 static volatile unsigned nsamples;
 static volatile int recording, quit;
 static long interval_ns = 100000;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void *probe(void *arg)
 {

@@ -30,27 +30,13 @@
 
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "bench_util.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
 #define TIB       (UINT64_C(1) << 40)
 #define MAX_ROUND 200
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* The child: maps, touches, says so on the pipe, waits to be killed. */
 static void child(int wfd, size_t mb, bool thp)

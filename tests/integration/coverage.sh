@@ -31,44 +31,15 @@ CG=hc-test-coverage-$$
 DPID=
 XPID=
 
-# stop PID: SIGTERM, then SIGKILL after 10 s; reaps it.
-stop()
-{
-	local i
-	[[ -n $1 ]] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
-
-# remove_cgroup DIR: moves what is left in it to the root, then removes it.
-remove_cgroup()
-{
-	local pid i
-	[[ -d $1 ]] || return 0
-	for ((i = 0; i < 50; i++)); do
-		while read -r pid; do
-			echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
-		done <"$1/cgroup.procs"
-		rmdir "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "# WARNING: cannot remove $1"
-}
-
 cleanup()
 {
 	local k
-	stop "$XPID"
-	stop "$DPID"
+	hc_stop_pid "$XPID"
+	hc_stop_pid "$DPID"
 	for k in 1 2 3 4; do
-		remove_cgroup "$CG_ROOT/$CG-x$k"
+		hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG-x$k"
 	done
-	remove_cgroup "$CG_ROOT/$CG"
+	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG"
 	hc_cleanup
 }
 trap cleanup EXIT
@@ -201,9 +172,9 @@ for s in hugecollapsed_passes_total hugecollapsed_last_pass_timestamp_seconds hu
 	assert_cmd "node_exporter serves $s" grep -qF "$s " "$HC_TMP/scrape.txt"
 done
 assert_cmd "node_exporter still running" kill -0 "$XPID"
-stop "$XPID"
+hc_stop_pid "$XPID"
 XPID=
-stop "$DPID"
+hc_stop_pid "$DPID"
 DPID=
 assert_eq "no daemon errors" "$(grep -c 'error' "$HC_TMP/daemon.err")" 0
 stop_workload hot

@@ -38,38 +38,16 @@ WEIRD=$(printf 'q"b\\\xffz')
 WEIRD_LABEL=$(printf '/%s/q\\"b\\\\\xef\xbf\xbdz' "$CG")
 DPIDS=() # daemons we started
 
-# remove_cgroup DIR: moves what is left in it to the root, then removes it.
-remove_cgroup()
-{
-	local pid i
-	[[ -d $1 ]] || return 0
-	for ((i = 0; i < 50; i++)); do
-		while read -r pid; do
-			echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null
-		done <"$1/cgroup.procs"
-		rmdir "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "# WARNING: cannot remove $1"
-	return 1
-}
-
 # Stop our daemons (SIGKILL if one hangs), remove the test cgroups, then
 # let the library kill the workloads and remove $HC_TMP.
 cleanup()
 {
-	local pid i
+	local pid
 	for pid in "${DPIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		hc_stop_pid "$pid"
 	done
-	remove_cgroup "$CG_ROOT/$CG/$WEIRD"
-	remove_cgroup "$CG_ROOT/$CG"
+	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
+	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG"
 	hc_cleanup
 }
 trap cleanup EXIT
@@ -266,7 +244,7 @@ assert_eq "no counter decreased" "$decreased" ""
 ### A removed cgroup's series goes; the others stay.
 stop_workload weird
 assert_eq "weird pattern intact at exit" "$?" 0
-remove_cgroup "$CG_ROOT/$CG/$WEIRD"
+hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
 assert_cmd "the odd cgroup is removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
 gone=
 for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do

@@ -271,6 +271,38 @@ wl_pmd_pct()
 	pmd_pct "${WL_PID[$1]}" "${WL_ADDR[$1]}" "${WL_LEN[$1]}"
 }
 
+# hc_stop_pid PID: SIGTERM to a child of this shell, SIGKILL if it is still
+# there after 10 s; reaps it. An empty PID does nothing.
+hc_stop_pid()
+{
+	local i
+	[[ -n $1 ]] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# hc_cgroup_remove ROOT DIR: moves what is left in cgroup DIR to ROOT (the
+# cgroup2 mount), then removes DIR; tries for 5 s. Returns 1 if it could not.
+hc_cgroup_remove()
+{
+	local pid i
+	[[ -d $2 ]] || return 0
+	for ((i = 0; i < 50; i++)); do
+		while read -r pid; do
+			echo "$pid" >"$1/cgroup.procs" 2>/dev/null
+		done <"$2/cgroup.procs"
+		rmdir "$2" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "# WARNING: cannot remove $2"
+	return 1
+}
+
 # Assertions: DESC first, then values. Each prints one ok/not ok line.
 hc_ok()
 {

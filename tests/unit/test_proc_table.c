@@ -59,6 +59,17 @@ static double fake_clock(void)
 	return fake_time;
 }
 
+/* An engine with default config whose processes come from fp and whose
+ * clock is fake_time. */
+static void fake_engine(struct engine *e, struct config *cfg, struct fake_procs *fp)
+{
+	config_defaults(cfg);
+	assert_int_equal(engine_init(e, cfg), 0);
+	e->enumerate = fake_enumerate;
+	e->enumerate_ctx = fp;
+	e->now = fake_clock;
+}
+
 struct table {
 	struct proc_state *st;
 	size_t n, cap;
@@ -146,11 +157,7 @@ static void test_recycled_at_capacity(void **state)
 	struct engine e;
 
 	(void)state;
-	config_defaults(&cfg);
-	assert_int_equal(engine_init(&e, &cfg), 0);
-	e.enumerate = fake_enumerate;
-	e.enumerate_ctx = &fp;
-	e.now = fake_clock;
+	fake_engine(&e, &cfg, &fp);
 	fake_time = 100;
 	for (pid_t pid = 1; pid <= 15; pid++)
 		put(&fp, pid * 10, 1, 0);
@@ -192,11 +199,7 @@ static void test_enumerate_error(void **state)
 	struct engine e;
 
 	(void)state;
-	config_defaults(&cfg);
-	assert_int_equal(engine_init(&e, &cfg), 0);
-	e.enumerate = fake_enumerate;
-	e.enumerate_ctx = &fp;
-	e.now = fake_clock;
+	fake_engine(&e, &cfg, &fp);
 	put(&fp, 10, 1, 0);
 	assert_int_equal(engine_sample(&e), 0);
 	fp.err = -EIO;
@@ -222,11 +225,7 @@ static void test_pass_on_fixture(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
-	config_defaults(&cfg);
-	assert_int_equal(engine_init(&e, &cfg), 0);
-	e.enumerate = fake_enumerate;
-	e.enumerate_ctx = &fp;
-	e.now = fake_clock;
+	fake_engine(&e, &cfg, &fp);
 	e.proc_root = root;
 	fake_time = 100;
 	for (int pass = 0; pass < 8; pass++) {

@@ -518,6 +518,21 @@ static void scan_mix(struct fixture *f, char *p, enum scan_result r[4], struct s
 	assert_int_equal(res[SCAN_CANDIDATE], seen->n);
 }
 
+/* scan_mix() with no swap and PROBE allowed, the probe counters zeroed
+ * first; the fixture's swap check and probe are restored afterwards. */
+static void scan_mix_probed(struct fixture *f, char *p, enum scan_result r[4], struct seen *seen,
+			    process_madvise_fn probe)
+{
+	f->s.swap_configured = fake_swap;
+	fake_swap_on = false;
+	range_scanner_set_probe(&f->s, probe);
+	probe_calls = 0;
+	probe_iovs = 0;
+	scan_mix(f, p, r, seen);
+	f->s.swap_configured = swap_configured;
+	range_scanner_set_probe(&f->s, NULL);
+}
+
 /* Swap configured, or no probe allowed (a dry run): a mixed VMA's lazy-free
  * blocks stay out, the hot one goes in, and memory is left alone. */
 static void test_lazy_mix_no_probe(void **state)
@@ -558,15 +573,8 @@ static void test_lazy_mix_probe(void **state)
 	enum scan_result r[4];
 	struct seen seen;
 
-	f->s.swap_configured = fake_swap;
-	fake_swap_on = false;
-	range_scanner_set_probe(&f->s, counting_madvise);
-	probe_calls = 0;
-	probe_iovs = 0;
 	uint64_t probed = f->s.stats.probed_blocks;
-	scan_mix(f, p, r, &seen);
-	f->s.swap_configured = swap_configured;
-	range_scanner_set_probe(&f->s, NULL);
+	scan_mix_probed(f, p, r, &seen, counting_madvise);
 
 	assert_int_equal(probe_calls, 1);
 	assert_int_equal(probe_iovs, 3);
@@ -611,14 +619,7 @@ static void test_lazy_mix_probe_fails(void **state)
 	enum scan_result r[4];
 	struct seen seen;
 
-	f->s.swap_configured = fake_swap;
-	fake_swap_on = false;
-	range_scanner_set_probe(&f->s, failing_madvise);
-	probe_calls = 0;
-	probe_iovs = 0;
-	scan_mix(f, p, r, &seen);
-	f->s.swap_configured = swap_configured;
-	range_scanner_set_probe(&f->s, NULL);
+	scan_mix_probed(f, p, r, &seen, failing_madvise);
 	assert_int_equal(probe_calls, 1);
 	assert_int_equal(probe_iovs, 3);
 	assert_int_equal(seen.n, 1);

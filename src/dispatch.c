@@ -134,6 +134,9 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	 * retry later in the pass was paid for already. */
 	if (collect_retry)
 		budget_charge(&e->budget, e->cfg, s->policy, (double)n * HPAGE_SIZE);
+	/* One lookup per call, not per collapsed block. */
+	if (ok)
+		add_cgroup_bytes(e, proc_state_cgroup(s), (uint64_t)ok * HPAGE_SIZE);
 	if (ok && e->log_collapses)
 		log_proc(LOG_INFO, s->pid, proc_state_cgroup(s), "collapsed", "pid %d (%s): collapsed %zu MiB",
 			 (int)s->pid, s->prev.comm, ok * 2);
@@ -145,7 +148,6 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		switch (oc) {
 		case COLLAPSE_OK:
 			ps->collapsed_bytes += HPAGE_SIZE;
-			add_cgroup_bytes(e, proc_state_cgroup(s), HPAGE_SIZE);
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EINVAL:

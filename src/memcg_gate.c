@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ struct memcg_gate {
 	int32_t *cg_of; /* per e->st index: index in cg, NO_LIMIT or UNKNOWN */
 	uint32_t *held; /* per e->st index: blocks held back this call */
 	size_t capcg_of, capheld;
+	char *cgroup_buf;      /* CGROUP_FILE bytes, kept: one read per process per pass */
 	char warned[PATH_MAX]; /* the last cgroup warned about: once, not every pass */
 };
 
@@ -83,37 +85,28 @@ void memcg_gate_free(struct engine *e)
 	free(g->cg);
 	free(g->cg_of);
 	free(g->held);
+	free(g->cgroup_buf);
 	free(g);
 	e->memcg = NULL;
 }
 
 /* The memory cgroup path of a process, from /proc/PID/cgroup. */
-static int proc_memcg_path(const struct engine *e, const struct memcg_gate *g, pid_t pid, char *path, size_t len)
+static int proc_memcg_path(const struct engine *e, struct memcg_gate *g, pid_t pid, char *path, size_t len)
 {
-	char dir[64];
-	char *buf;
+	char file[PATH_MAX];
 	ssize_t n;
-	int fd, r;
 
-	snprintf(dir, sizeof(dir), "%s/%d", e->proc_root, (int)pid);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(CGROUP_FILE);
-	if (!buf) {
-		close(fd);
+	if (!g->cgroup_buf)
+		g->cgroup_buf = malloc(CGROUP_FILE);
+	if (!g->cgroup_buf)
 		return -ENOMEM;
-	}
-	n = read_small_file_at(fd, "cgroup", buf, CGROUP_FILE);
-	close(fd);
+	snprintf(file, sizeof(file), "%s/%d/cgroup", e->proc_root, (int)pid);
+	n = read_small_file_at(AT_FDCWD, file, g->cgroup_buf, CGROUP_FILE);
 	if (n < 0)
-		r = (int)n;
-	else if (g->roots.mode == MEMCG_V1)
-		r = parse_cgroup_v1_buf(buf, (size_t)n, "memory", path, len);
-	else
-		r = parse_cgroup_buf(buf, (size_t)n, path, len);
-	free(buf);
-	return r;
+		return (int)n;
+	if (g->roots.mode == MEMCG_V1)
+		return parse_cgroup_v1_buf(g->cgroup_buf, (size_t)n, "memory", path, len);
+	return parse_cgroup_buf(g->cgroup_buf, (size_t)n, path, len);
 }
 
 /* The cache entry of process st[p]'s cgroup: read on first use this pass. */

@@ -112,7 +112,7 @@ void proc_table_free(struct proc_table *t)
 	t->n = t->cap = 0;
 }
 
-static int cmp_pid_t(const void *a, const void *b)
+int pid_cmp(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 	return (x > y) - (x < y);
@@ -158,7 +158,7 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
 	closedir(d);
 	/* /proc lists in ascending PID order, so this rarely runs. */
 	if (!sorted)
-		qsort(*pids, *n, sizeof(**pids), cmp_pid_t);
+		qsort(*pids, *n, sizeof(**pids), pid_cmp);
 	return r;
 }
 

@@ -67,6 +67,9 @@ int parse_cgroup_v1_buf(const char *buf, size_t len, const char *controller, cha
  * process disabled THP with prctl(PR_SET_THP_DISABLE). */
 int parse_status_thp_enabled(const char *buf, size_t len);
 
+/* qsort() order of pid_t values, ascending. */
+int pid_cmp(const void *a, const void *b);
+
 /* Readers relative to an open /proc/PID directory (so a recycled PID is
  * never read by mistake). Return 0 or -errno. */
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out);

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "grow.h"
+#include "procs.h"
 
 bool proc_state_small(const struct proc_state *s)
 {
@@ -48,18 +49,11 @@ static const struct proc_state *find_state(const struct proc_state *st, size_t n
 	return lo < n && st[lo].pid == pid ? &st[lo] : NULL;
 }
 
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static size_t sort_unique(pid_t *p, size_t n)
 {
 	size_t w = 0;
 
-	qsort(p, n, sizeof(*p), cmp_pid);
+	qsort(p, n, sizeof(*p), pid_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (w == 0 || p[w - 1] != p[i])
 			p[w++] = p[i];

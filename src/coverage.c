@@ -188,33 +188,6 @@ static const char *group_of(const struct config *cfg, const char *cgroup, const 
 	return cgroup;
 }
 
-/* A copy of s with U+FFFD for each byte that starts no valid UTF-8
- * sequence: what label values and JSON print. Groups are kept by this name,
- * so two cgroups that print the same are one group (one series), never two
- * samples with the same labels. */
-static char *utf8_replaced(const char *s)
-{
-	size_t n = 0;
-	char *out, *o;
-
-	for (const char *p = s; *p; p += utf8_seq_len(p) ? utf8_seq_len(p) : 1)
-		n += utf8_seq_len(p) ? utf8_seq_len(p) : sizeof(UTF8_REPLACEMENT) - 1;
-	out = o = malloc(n + 1);
-	if (!out)
-		return NULL;
-	for (const char *p = s; *p;) {
-		size_t l = utf8_seq_len(p);
-		const char *from = l ? p : UTF8_REPLACEMENT;
-		size_t k = l ? l : sizeof(UTF8_REPLACEMENT) - 1;
-
-		memcpy(o, from, k);
-		o += k;
-		p += l ? l : 1;
-	}
-	*o = 0;
-	return out;
-}
-
 /* Groups by name while they are built: open addressing over indices into
  * c->cg, so a metrics write costs O(processes), not processes x cgroups
  * (2000 processes in 2000 cgroups: 12 ms with a linear search). */
@@ -255,7 +228,9 @@ static struct cgroup_coverage *group_get(struct coverage *c, struct group_index 
 {
 	const struct cgroup_rule *rule;
 	const char *raw = group_of(cfg, cgroup, &rule);
-	char *fixed = utf8_valid(raw) ? NULL : utf8_replaced(raw);
+	/* Groups are kept by their printed name, so two cgroups that print the
+	 * same are one group (one series), never two samples with one label. */
+	char *fixed = utf8_valid(raw) ? NULL : utf8_replaced_dup(raw);
 	const char *name = fixed ? fixed : raw;
 	struct cgroup_coverage *g;
 	size_t h;

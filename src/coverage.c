@@ -156,22 +156,6 @@ int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u)
 	return parse_memory_stat_buf(buf, (size_t)n, u);
 }
 
-bool cgroup_controllers_have(const char *buf, size_t len, const char *name)
-{
-	size_t nl = strlen(name);
-
-	for (size_t i = 0; i < len;) {
-		size_t j = i;
-
-		while (j < len && buf[j] != ' ' && buf[j] != '\n')
-			j++;
-		if (j - i == nl && !memcmp(buf + i, name, nl))
-			return true;
-		i = j + 1;
-	}
-	return false;
-}
-
 /* ---- aggregation ---- */
 
 /* The group a cgroup counts for: its policy file's path, or itself. */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procs.h"
+
 #define MEMCG_CHARGE_BATCH_BYTES (64u * 4096u) /* mm/memcontrol.c: MEMCG_CHARGE_BATCH pages */
 #define SMALL_FILE               4096
 #define STAT_FILE                16384 /* memory.stat: ~60 lines on v1, ~70 on v2 */
@@ -170,21 +172,26 @@ int parse_mountinfo_memcg_buf(const char *buf, size_t len, struct memcg_roots *o
 static ssize_t read_file(const char *dir, const char *name, char *buf, size_t size)
 {
 	char path[PATH_MAX + 64];
-	ssize_t n, got = 0;
-	int fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got < size - 1 && (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
-		got += n;
-	n = got < 0 || (size_t)got < size - 1 ? got : -EFBIG;
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
+	return read_small_file_at(AT_FDCWD, path, buf, size);
+}
+
+bool cgroup_controllers_have(const char *buf, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+
+		while (j < len && buf[j] != ' ' && buf[j] != '\n')
+			j++;
+		if (j - i == nl && !memcmp(buf + i, name, nl))
+			return true;
+		i = j + 1;
+	}
+	return false;
 }
 
 int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
@@ -203,10 +210,8 @@ int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
 	/* A cgroup2 mount has a memory controller only if the root offers it. */
 	if (out->mode == MEMCG_V2) {
 		n = read_file(out->mount, "cgroup.controllers", ctl, sizeof(ctl));
-		for (char *p = ctl, *tok; n > 0 && (tok = strsep(&p, " \n"));)
-			if (!strcmp(tok, "memory"))
-				return 0;
-		out->mode = MEMCG_NONE;
+		if (n < 0 || !cgroup_controllers_have(ctl, (size_t)n, "memory"))
+			out->mode = MEMCG_NONE;
 	}
 	return 0;
 }

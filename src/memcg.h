@@ -54,6 +54,10 @@ int parse_memcg_stat_buf(const char *buf, size_t len, const char *key, uint64_t 
  * -EINVAL (a malformed line among the cgroup ones) or -ENAMETOOLONG. */
 int parse_mountinfo_memcg_buf(const char *buf, size_t len, struct memcg_roots *out);
 
+/* True if the cgroup.controllers text (space-separated names) lists name.
+ * Pure.  "cpuset cpu io memory hugetlb pids rdma misc" */
+bool cgroup_controllers_have(const char *buf, size_t len, const char *name);
+
 /* Reads mountinfo_path and, for cgroup v2, checks that "memory" is in the
  * root's cgroup.controllers (else MEMCG_NONE). 0 or -errno. */
 int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out);

@@ -58,8 +58,7 @@ int parse_memcg_stat_buf(const char *buf, size_t len, const char *key, uint64_t 
 	return -ENOENT;
 }
 
-/* Copies a mountinfo field, turning \ooo escapes back into bytes. */
-static int unescape_field(const char *s, size_t n, char *out, size_t outlen)
+int mountinfo_unescape(const char *s, size_t n, char *out, size_t outlen)
 {
 	size_t o = 0;
 
@@ -72,7 +71,7 @@ static int unescape_field(const char *s, size_t n, char *out, size_t outlen)
 			i += 3;
 		}
 		if (c == '\0')
-			return -EINVAL;
+			return -EINVAL; /* raw or \000: never from the kernel, and it would cut the path */
 		if (o + 1 >= outlen)
 			return -ENAMETOOLONG;
 		out[o++] = c;
@@ -139,9 +138,9 @@ static int mountinfo_line(const char *line, size_t len, struct memcg_roots *v1, 
 		return 0;
 	if (dst->mode != MEMCG_NONE)
 		return 0; /* the first mount of a hierarchy wins */
-	r = unescape_field(f[3], fl[3], dst->root, sizeof(dst->root));
+	r = mountinfo_unescape(f[3], fl[3], dst->root, sizeof(dst->root));
 	if (r == 0)
-		r = unescape_field(f[4], fl[4], dst->mount, sizeof(dst->mount));
+		r = mountinfo_unescape(f[4], fl[4], dst->mount, sizeof(dst->mount));
 	if (r < 0)
 		return r;
 	if (dst->root[0] != '/' || dst->mount[0] != '/')

@@ -73,24 +73,6 @@ enum stat_key { K_ANON, K_ANON_THP, K_SHMEM, K_SHMEM_THP, K_V1_RSS, K_V1_RSS_HUG
 static const char *const stat_keys[K_NR] = {"anon",      "anon_thp",       "shmem",      "shmem_thp",
 					    "total_rss", "total_rss_huge", "total_shmem"};
 
-/* "DIGITS" up to end, no sign, no overflow. */
-static int parse_u64(const char *p, const char *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (p == end)
-		return -EINVAL;
-	for (; p < end; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
 {
 	uint64_t val[K_NR] = {0};
@@ -107,7 +89,7 @@ int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
 
 			if ((size_t)(sp - p) != kl || memcmp(p, stat_keys[k], kl) != 0)
 				continue;
-			if (parse_u64(sp + 1, eol, &val[k]) < 0)
+			if (parse_dec_u64(sp + 1, (size_t)(eol - sp - 1), &val[k]) < 0)
 				return -EINVAL;
 			seen[k] = true;
 		}

@@ -19,26 +19,13 @@
 /* "536870912\n" or "max\n" */
 int parse_memcg_value_buf(const char *buf, size_t len, uint64_t *out)
 {
-	uint64_t v = 0;
-	size_t i = 0;
-
 	if (len && buf[len - 1] == '\n')
 		len--;
 	if (len == 3 && !memcmp(buf, "max", 3)) {
 		*out = MEMCG_UNLIMITED;
 		return 0;
 	}
-	if (len == 0 || len > 20)
-		return -EINVAL;
-	for (; i < len; i++) {
-		unsigned d = (unsigned char)buf[i] - '0';
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
+	return len > 20 ? -EINVAL : parse_dec_u64(buf, len, out);
 }
 
 /* "hierarchical_memory_limit 9223372036854771712\n" */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memcg.h"
 #include "procs.h"
 
 #define MOUNTINFO_MAX (4u << 20) /* a host with thousands of mounts */
@@ -17,30 +18,19 @@
  * decoding mountinfo's \ooo escapes, and moves *p past it. */
 static int take_field(const char **p, const char *end, char *out, size_t outlen)
 {
-	const char *s = *p;
-	size_t o = 0;
+	const char *s = *p, *e;
+	int r;
 
 	while (s < end && *s == ' ')
 		s++;
 	if (s >= end)
 		return -EINVAL;
-	for (; s < end && *s != ' '; s++) {
-		char c = *s;
-
-		if (c == '\\' && end - s >= 4 && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			c = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		}
-		if (c == 0)
-			return -EINVAL; /* raw or \000: never from the kernel, and it would cut the path */
-		if (o + 1 >= outlen)
-			return -ENAMETOOLONG;
-		out[o++] = c;
-	}
-	out[o] = 0;
-	*p = s;
-	return 0;
+	for (e = s; e < end && *e != ' '; e++)
+		;
+	r = mountinfo_unescape(s, (size_t)(e - s), out, outlen);
+	if (r == 0)
+		*p = e;
+	return r;
 }
 
 /* One mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS…] -

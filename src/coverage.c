@@ -73,24 +73,6 @@ enum stat_key { K_ANON, K_ANON_THP, K_SHMEM, K_SHMEM_THP, K_V1_RSS, K_V1_RSS_HUG
 static const char *const stat_keys[K_NR] = {"anon",      "anon_thp",       "shmem",      "shmem_thp",
 					    "total_rss", "total_rss_huge", "total_shmem"};
 
-/* "DIGITS" up to end, no sign, no overflow. */
-static int parse_u64(const char *p, const char *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (p == end)
-		return -EINVAL;
-	for (; p < end; p++) {
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
 {
 	uint64_t val[K_NR] = {0};
@@ -107,7 +89,7 @@ int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u)
 
 			if ((size_t)(sp - p) != kl || memcmp(p, stat_keys[k], kl) != 0)
 				continue;
-			if (parse_u64(sp + 1, eol, &val[k]) < 0)
+			if (parse_dec_u64(sp + 1, (size_t)(eol - sp - 1), &val[k]) < 0)
 				return -EINVAL;
 			seen[k] = true;
 		}
@@ -156,22 +138,6 @@ int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u)
 	return parse_memory_stat_buf(buf, (size_t)n, u);
 }
 
-bool cgroup_controllers_have(const char *buf, size_t len, const char *name)
-{
-	size_t nl = strlen(name);
-
-	for (size_t i = 0; i < len;) {
-		size_t j = i;
-
-		while (j < len && buf[j] != ' ' && buf[j] != '\n')
-			j++;
-		if (j - i == nl && !memcmp(buf + i, name, nl))
-			return true;
-		i = j + 1;
-	}
-	return false;
-}
-
 /* ---- aggregation ---- */
 
 /* The group a cgroup counts for: its policy file's path, or itself. */
@@ -186,33 +152,6 @@ static const char *group_of(const struct config *cfg, const char *cgroup, const 
 			return cfg->rules[i].path;
 		}
 	return cgroup;
-}
-
-/* A copy of s with U+FFFD for each byte that starts no valid UTF-8
- * sequence: what label values and JSON print. Groups are kept by this name,
- * so two cgroups that print the same are one group (one series), never two
- * samples with the same labels. */
-static char *utf8_replaced(const char *s)
-{
-	size_t n = 0;
-	char *out, *o;
-
-	for (const char *p = s; *p; p += utf8_seq_len(p) ? utf8_seq_len(p) : 1)
-		n += utf8_seq_len(p) ? utf8_seq_len(p) : sizeof(UTF8_REPLACEMENT) - 1;
-	out = o = malloc(n + 1);
-	if (!out)
-		return NULL;
-	for (const char *p = s; *p;) {
-		size_t l = utf8_seq_len(p);
-		const char *from = l ? p : UTF8_REPLACEMENT;
-		size_t k = l ? l : sizeof(UTF8_REPLACEMENT) - 1;
-
-		memcpy(o, from, k);
-		o += k;
-		p += l ? l : 1;
-	}
-	*o = 0;
-	return out;
 }
 
 /* Groups by name while they are built: open addressing over indices into
@@ -255,7 +194,9 @@ static struct cgroup_coverage *group_get(struct coverage *c, struct group_index 
 {
 	const struct cgroup_rule *rule;
 	const char *raw = group_of(cfg, cgroup, &rule);
-	char *fixed = utf8_valid(raw) ? NULL : utf8_replaced(raw);
+	/* Groups are kept by their printed name, so two cgroups that print the
+	 * same are one group (one series), never two samples with one label. */
+	char *fixed = utf8_valid(raw) ? NULL : utf8_replaced_dup(raw);
 	const char *name = fixed ? fixed : raw;
 	struct cgroup_coverage *g;
 	size_t h;

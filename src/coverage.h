@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memcg.h" /* cgroup_controllers_have() */
 #include "scan_result.h"
 
 struct vma_list;
@@ -55,10 +56,6 @@ int parse_memory_stat_buf(const char *buf, size_t len, struct thp_usage *u);
 /* Reads DIR/CGROUP/memory.stat relative to the directory fd of a cgroup
  * mount (cgroup ".." components are refused). Returns 0 or -errno. */
 int read_memory_stat_at(int mount_fd, const char *cgroup, struct thp_usage *u);
-
-/* True if the cgroup.controllers text (space-separated names) lists name.
- * Pure.  "cpuset cpu io memory hugetlb pids rdma misc" */
-bool cgroup_controllers_have(const char *buf, size_t len, const char *name);
 
 enum coverage_source {
 	COVERAGE_SMAPS,       /* summed from the smaps of scanned processes */

@@ -1,12 +1,11 @@
 /* Coverage series in the Prometheus text format. */
 #include "coverage_metrics.h"
 
-#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "metrics.h"
+#include "procs.h"
 #include "scan_result.h"
 
 static void header(FILE *f, const char *name, const char *help)
@@ -136,20 +135,12 @@ bool coverage_metrics_memory_stat(int mount_fd, const char *root)
 {
 	char buf[512];
 	ssize_t n;
-	int fd;
 
 	memory_stat_fd = -1;
 	if (mount_fd < 0 || !root || strcmp(root, "/") != 0)
 		return false;
-	fd = openat(mount_fd, "cgroup.controllers", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	if (cgroup_controllers_have(buf, (size_t)n, "memory"))
+	n = read_small_file_at(mount_fd, "cgroup.controllers", buf, sizeof(buf));
+	if (n > 0 && cgroup_controllers_have(buf, (size_t)n, "memory"))
 		memory_stat_fd = mount_fd;
 	return memory_stat_fd >= 0;
 }

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "procs.h"
 
@@ -43,13 +42,9 @@ bool swap_configured(void)
 {
 	char path[4096], buf[4096];
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/swaps", proc_root());
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
+	/* Unreadable, or too long to be only the header: assume swap. */
+	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 	return n <= 0 || parse_swaps_buf(buf, (size_t)n) != 0;
 }

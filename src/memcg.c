@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procs.h"
+
 #define MEMCG_CHARGE_BATCH_BYTES (64u * 4096u) /* mm/memcontrol.c: MEMCG_CHARGE_BATCH pages */
 #define SMALL_FILE               4096
 #define STAT_FILE                16384 /* memory.stat: ~60 lines on v1, ~70 on v2 */
@@ -17,26 +19,13 @@
 /* "536870912\n" or "max\n" */
 int parse_memcg_value_buf(const char *buf, size_t len, uint64_t *out)
 {
-	uint64_t v = 0;
-	size_t i = 0;
-
 	if (len && buf[len - 1] == '\n')
 		len--;
 	if (len == 3 && !memcmp(buf, "max", 3)) {
 		*out = MEMCG_UNLIMITED;
 		return 0;
 	}
-	if (len == 0 || len > 20)
-		return -EINVAL;
-	for (; i < len; i++) {
-		unsigned d = (unsigned char)buf[i] - '0';
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
+	return len > 20 ? -EINVAL : parse_dec_u64(buf, len, out);
 }
 
 /* "hierarchical_memory_limit 9223372036854771712\n" */
@@ -56,8 +45,7 @@ int parse_memcg_stat_buf(const char *buf, size_t len, const char *key, uint64_t 
 	return -ENOENT;
 }
 
-/* Copies a mountinfo field, turning \ooo escapes back into bytes. */
-static int unescape_field(const char *s, size_t n, char *out, size_t outlen)
+int mountinfo_unescape(const char *s, size_t n, char *out, size_t outlen)
 {
 	size_t o = 0;
 
@@ -70,7 +58,7 @@ static int unescape_field(const char *s, size_t n, char *out, size_t outlen)
 			i += 3;
 		}
 		if (c == '\0')
-			return -EINVAL;
+			return -EINVAL; /* raw or \000: never from the kernel, and it would cut the path */
 		if (o + 1 >= outlen)
 			return -ENAMETOOLONG;
 		out[o++] = c;
@@ -137,9 +125,9 @@ static int mountinfo_line(const char *line, size_t len, struct memcg_roots *v1, 
 		return 0;
 	if (dst->mode != MEMCG_NONE)
 		return 0; /* the first mount of a hierarchy wins */
-	r = unescape_field(f[3], fl[3], dst->root, sizeof(dst->root));
+	r = mountinfo_unescape(f[3], fl[3], dst->root, sizeof(dst->root));
 	if (r == 0)
-		r = unescape_field(f[4], fl[4], dst->mount, sizeof(dst->mount));
+		r = mountinfo_unescape(f[4], fl[4], dst->mount, sizeof(dst->mount));
 	if (r < 0)
 		return r;
 	if (dst->root[0] != '/' || dst->mount[0] != '/')
@@ -170,21 +158,26 @@ int parse_mountinfo_memcg_buf(const char *buf, size_t len, struct memcg_roots *o
 static ssize_t read_file(const char *dir, const char *name, char *buf, size_t size)
 {
 	char path[PATH_MAX + 64];
-	ssize_t n, got = 0;
-	int fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got < size - 1 && (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
-		got += n;
-	n = got < 0 || (size_t)got < size - 1 ? got : -EFBIG;
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
+	return read_small_file_at(AT_FDCWD, path, buf, size);
+}
+
+bool cgroup_controllers_have(const char *buf, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+
+		while (j < len && buf[j] != ' ' && buf[j] != '\n')
+			j++;
+		if (j - i == nl && !memcmp(buf + i, name, nl))
+			return true;
+		i = j + 1;
+	}
+	return false;
 }
 
 int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
@@ -203,10 +196,8 @@ int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
 	/* A cgroup2 mount has a memory controller only if the root offers it. */
 	if (out->mode == MEMCG_V2) {
 		n = read_file(out->mount, "cgroup.controllers", ctl, sizeof(ctl));
-		for (char *p = ctl, *tok; n > 0 && (tok = strsep(&p, " \n"));)
-			if (!strcmp(tok, "memory"))
-				return 0;
-		out->mode = MEMCG_NONE;
+		if (n < 0 || !cgroup_controllers_have(ctl, (size_t)n, "memory"))
+			out->mode = MEMCG_NONE;
 	}
 	return 0;
 }

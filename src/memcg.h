@@ -47,12 +47,21 @@ int parse_memcg_value_buf(const char *buf, size_t len, uint64_t *out);
  * -EINVAL (the line is malformed). */
 int parse_memcg_stat_buf(const char *buf, size_t len, const char *key, uint64_t *out);
 
+/* Copies the mountinfo field s[0..n) into out (NUL-terminated), turning
+ * \ooo escapes back into bytes. 0, -EINVAL (a NUL, raw or \000) or
+ * -ENAMETOOLONG. Shared with cgroup2.c's mountinfo parser. */
+int mountinfo_unescape(const char *s, size_t n, char *out, size_t outlen);
+
 /* /proc/self/mountinfo: fills out with the v1 memory hierarchy if there is
  * one (the memory controller can be bound to one hierarchy only), else with
  * the cgroup2 mount (mode MEMCG_V2, to be confirmed by memcg_roots_find()),
  * else MEMCG_NONE. Mount points are unescaped (\040 for a space). 0 or
  * -EINVAL (a malformed line among the cgroup ones) or -ENAMETOOLONG. */
 int parse_mountinfo_memcg_buf(const char *buf, size_t len, struct memcg_roots *out);
+
+/* True if the cgroup.controllers text (space-separated names) lists name.
+ * Pure.  "cpuset cpu io memory hugetlb pids rdma misc" */
+bool cgroup_controllers_have(const char *buf, size_t len, const char *name);
 
 /* Reads mountinfo_path and, for cgroup v2, checks that "memory" is in the
  * root's cgroup.controllers (else MEMCG_NONE). 0 or -errno. */

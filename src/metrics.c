@@ -45,40 +45,6 @@ void metrics_label_value(FILE *f, const char *s)
 	label_value(f, s);
 }
 
-/* s with U+FFFD for each byte that starts no valid UTF-8 sequence: what
- * label_value() prints, before escaping. NULL if s is valid (or no memory). */
-static char *replaced_utf8(const char *s)
-{
-	size_t n = 0;
-	char *out, *o;
-
-	if (utf8_valid(s))
-		return NULL;
-	for (const char *p = s; *p;) {
-		size_t l = utf8_seq_len(p);
-		n += l ? l : sizeof(UTF8_REPLACEMENT) - 1;
-		p += l ? l : 1;
-	}
-	out = o = malloc(n + 1);
-	if (!out)
-		return NULL;
-	for (const char *p = s; *p;) {
-		size_t l = utf8_seq_len(p);
-
-		if (l) {
-			memcpy(o, p, l);
-			o += l;
-			p += l;
-		} else {
-			memcpy(o, UTF8_REPLACEMENT, sizeof(UTF8_REPLACEMENT) - 1);
-			o += sizeof(UTF8_REPLACEMENT) - 1;
-			p++;
-		}
-	}
-	*o = 0;
-	return out;
-}
-
 static void header(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -103,11 +69,11 @@ static void scalar_seconds(FILE *f, const char *name, const char *type, const ch
  * usual cost is one validation per cgroup. */
 static void cgroup_series(FILE *f, const struct cgroup_bytes *cg, size_t n)
 {
-	char **fixed = NULL; /* replaced_utf8() of each name, NULL if valid */
+	char **fixed = NULL; /* utf8_replaced_dup() of each name, NULL if valid */
 	size_t nfixed = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		char *r = utf8_valid(cg[i].cgroup) ? NULL : replaced_utf8(cg[i].cgroup);
+		char *r = utf8_valid(cg[i].cgroup) ? NULL : utf8_replaced_dup(cg[i].cgroup);
 
 		if (r && !fixed)
 			fixed = calloc(n, sizeof(*fixed));

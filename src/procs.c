@@ -208,8 +208,7 @@ const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)
 
 /* ---- parsers ----------------------------------------------------------- */
 
-/* Parses an unsigned decimal token of exactly len bytes. */
-static int parse_u64(const char *s, size_t len, uint64_t *v)
+int parse_dec_u64(const char *s, size_t len, uint64_t *v)
 {
 	uint64_t x = 0;
 
@@ -270,7 +269,7 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 	}
 	if (!open || !close || close < open || open < buf + 2 || open[-1] != ' ')
 		return -EINVAL;
-	if (parse_u64(buf, (size_t)(open - 1 - buf), &pid) < 0 || pid == 0 || pid > INT32_MAX)
+	if (parse_dec_u64(buf, (size_t)(open - 1 - buf), &pid) < 0 || pid == 0 || pid > INT32_MAX)
 		return -EINVAL;
 
 	struct proc_sample s = {.pid = (pid_t)pid};
@@ -303,7 +302,7 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 		case F_STARTTIME:
 		case F_VSIZE:
 		case F_RSS:
-			if (parse_u64(tok, tlen, &v) < 0)
+			if (parse_dec_u64(tok, tlen, &v) < 0)
 				return -EINVAL;
 			break;
 		default:

@@ -50,6 +50,11 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
 
 /* Pure parsers, over the text of one /proc file. */
+/* An unsigned decimal of exactly len bytes (digits only: no sign, no
+ * spaces), refusing overflow. 0 or -EINVAL, *v untouched on error. Shared
+ * by the parsers of /proc/PID/stat, /proc/vmstat, memory.stat and memcg. */
+int parse_dec_u64(const char *s, size_t len, uint64_t *v);
+
 /* /proc/PID/stat; handles comm with spaces and parentheses. 0 or -EINVAL. */
 int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out);
 /* The kernel prints at most PATH_MAX - 1 bytes of a cgroup path and cuts a

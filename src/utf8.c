@@ -1,6 +1,9 @@
 /* UTF-8 validation (RFC 3629, Unicode table 3-7 of well-formed sequences). */
 #include "utf8.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static int cont(unsigned char c)
 {
 	return (c & 0xc0) == 0x80;
@@ -38,4 +41,31 @@ int utf8_valid(const char *s)
 		s += l;
 	}
 	return 1;
+}
+
+char *utf8_replaced_dup(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	for (const char *p = s; *p;) {
+		size_t l = utf8_seq_len(p);
+
+		n += l ? l : sizeof(UTF8_REPLACEMENT) - 1;
+		p += l ? l : 1;
+	}
+	out = o = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (const char *p = s; *p;) {
+		size_t l = utf8_seq_len(p);
+		const char *from = l ? p : UTF8_REPLACEMENT;
+		size_t k = l ? l : sizeof(UTF8_REPLACEMENT) - 1;
+
+		memcpy(o, from, k);
+		o += k;
+		p += l ? l : 1;
+	}
+	*o = 0;
+	return out;
 }

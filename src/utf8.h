@@ -1,4 +1,5 @@
-/* utf8: where a byte string stops being valid UTF-8. Pure.
+/* utf8: where a byte string stops being valid UTF-8, and a copy with the
+ * invalid bytes replaced. Pure but for that copy's malloc().
  *
  * Names that reach our text outputs (cgroup paths, comm) are whatever bytes
  * their owner chose; JSON and the Prometheus text format both require UTF-8.
@@ -20,3 +21,8 @@ size_t utf8_seq_len(const char *s);
 
 /* True if every byte of the NUL-terminated s is in a valid sequence. */
 int utf8_valid(const char *s);
+
+/* A malloc()ed copy of s with UTF8_REPLACEMENT for each byte that starts
+ * no valid sequence: the name as the text outputs print it. NULL if out of
+ * memory. */
+char *utf8_replaced_dup(const char *s);

@@ -22,18 +22,10 @@ int parse_vmstat_buf(const char *buf, size_t len, uint64_t *alloc_failed)
 		const char *eol = nl ? nl : end;
 
 		if ((size_t)(eol - line) >= klen && memcmp(line, KEY, klen) == 0) {
-			uint64_t v = 0;
-			const char *p = line + klen;
+			uint64_t v;
 
-			if (p == eol)
+			if (parse_dec_u64(line + klen, (size_t)(eol - line) - klen, &v) < 0)
 				return -EINVAL;
-			for (; p < eol; p++) {
-				unsigned d = (unsigned)(*p - '0');
-
-				if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
-					return -EINVAL;
-				v = v * 10 + d;
-			}
 			*alloc_failed = v;
 			return 0;
 		}

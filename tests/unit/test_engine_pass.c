@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -85,10 +86,16 @@ static void child_main(int cmd, int ack)
 	size_t len = NBLOCKS * BLOCK, touched = 0;
 	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *spare = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cpu_set_t one_cpu;
 	char c;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (raw == MAP_FAILED || spare == MAP_FAILED)
+		_exit(2);
+	/* On one CPU, so that 'l' can drain its own lazy-free batch (below). */
+	CPU_ZERO(&one_cpu);
+	CPU_SET(sched_getcpu(), &one_cpu);
+	if (sched_setaffinity(0, sizeof(one_cpu), &one_cpu))
 		_exit(2);
 	char *buf = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
 	for (size_t off = 0; off < len; off += PAGE)
@@ -108,7 +115,13 @@ static void child_main(int cmd, int ack)
 			spare[touched++ * PAGE] = 1;
 		else if (c == 'm' && mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
 			_exit(2);
-		else if ((c == 'c' && madvise(buf, len, MADV_COLD)) || (c == 'l' && madvise(buf, len, MADV_FREE)))
+		else if (c == 'c' && madvise(buf, len, MADV_COLD))
+			_exit(2);
+		/* Freed pages turn lazy-free through a per-CPU batch; until it
+		 * drains, smaps LazyFree and kpageflags can disagree and the
+		 * engine would probe. A second MADV_FREE on this CPU drains it
+		 * first (madvise_free_single_vma: lru_add_drain()). */
+		else if (c == 'l' && (madvise(buf, len, MADV_FREE) || madvise(buf, len, MADV_FREE)))
 			_exit(2);
 		else if (c == 'q')
 			_exit(0);

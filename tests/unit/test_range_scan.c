@@ -12,12 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <linux/userfaultfd.h>
 
 #include "lazyfree.h"
 #include "range_scan.h"
@@ -36,7 +39,9 @@ struct fixture {
 	int self_dirfd;
 	char *mem; /* 4 blocks: PMD-mapped, 4K-full, untouched, 1 in 16 */
 	char *lazy;
-	char *mixed; /* 300 written pages, the rest read: zero page */
+	char *mixed;      /* 300 written pages, the rest read */
+	char *zeroed;     /* 300 written pages, the rest UFFDIO_ZEROPAGE */
+	bool zero_mapped; /* UFFDIO_ZEROPAGE worked */
 };
 
 /* MADV_FREE, with every page lazy-free when it returns. Freed pages reach
@@ -91,6 +96,28 @@ static unsigned read_pages(const volatile char *p, size_t len)
 	return sum;
 }
 
+/* Maps the shared zero page into [p + off, p + HPAGE_SIZE) with
+ * UFFDIO_ZEROPAGE, which does so also where read faults map real pages
+ * (pvm_no_zero_page=1 here). Registering the whole block keeps its VMA in
+ * one piece. False where userfaultfd is unavailable. */
+static bool map_zero_pages(char *p, size_t off)
+{
+	struct uffdio_api api = {.api = UFFD_API};
+	struct uffdio_register reg = {.range = {(uintptr_t)p, HPAGE_SIZE}, .mode = UFFDIO_REGISTER_MODE_MISSING};
+	struct uffdio_zeropage zp = {.range = {(uintptr_t)p + off, HPAGE_SIZE - off}};
+	struct uffdio_range all = {(uintptr_t)p, HPAGE_SIZE};
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !ioctl(fd, UFFDIO_API, &api) && !ioctl(fd, UFFDIO_REGISTER, &reg);
+	ok = ok && !ioctl(fd, UFFDIO_ZEROPAGE, &zp) && zp.zeropage == (int64_t)(HPAGE_SIZE - off);
+	ok = !ioctl(fd, UFFDIO_UNREGISTER, &all) && ok;
+	close(fd);
+	return ok;
+}
+
 static int setup(void **state, enum pagemap_mode mode)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -106,7 +133,8 @@ static int setup(void **state, enum pagemap_mode mode)
 	f->mem = map_blocks(4);
 	f->lazy = map_blocks(1);
 	f->mixed = map_blocks(1);
-	if (!f->mem || !f->lazy || !f->mixed)
+	f->zeroed = map_blocks(1);
+	if (!f->mem || !f->lazy || !f->mixed || !f->zeroed)
 		return -1;
 	touch(f->mem, 2 * HPAGE_SIZE, PAGE);
 	touch(f->mem + 3 * HPAGE_SIZE, HPAGE_SIZE, 16 * PAGE);
@@ -122,6 +150,8 @@ static int setup(void **state, enum pagemap_mode mode)
 		return -1;
 	touch(f->mixed, 300 * PAGE, PAGE);
 	read_pages(f->mixed + 300 * PAGE, HPAGE_SIZE - 300 * PAGE);
+	touch(f->zeroed, 300 * PAGE, PAGE);
+	f->zero_mapped = map_zero_pages(f->zeroed, 300 * PAGE);
 	*state = f;
 	return 0;
 }
@@ -144,6 +174,7 @@ static int teardown(void **state)
 	munmap(f->mem, 4 * HPAGE_SIZE);
 	munmap(f->lazy, HPAGE_SIZE);
 	munmap(f->mixed, HPAGE_SIZE);
+	munmap(f->zeroed, HPAGE_SIZE);
 	free(f);
 	return 0;
 }
@@ -317,34 +348,86 @@ static void test_lazyfree_unknowable(void **state)
 	f->s.kpageflags_fd = fd;
 }
 
-/* Whether a read fault mapped the shared zero page: it is never exclusive. */
-static bool read_fault_maps_zero_page(const char *p)
+/* How many of the n pages from p map the shared zero page: kpageflags says
+ * so where PFNs show; elsewhere it is the only page of a private anonymous
+ * mapping (this process never forked it) that is not exclusive. */
+static unsigned zero_pages(const char *p, unsigned n)
 {
-	uint64_t e = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && pread(fd, &e, sizeof(e), (off_t)((uintptr_t)p / PAGE * sizeof(e))) == sizeof(e);
-	if (fd >= 0)
-		close(fd);
-	return ok && (e & PM_PRESENT) && !(e & PM_MMAP_EXCLUSIVE);
+	uint64_t e[HPAGE_PAGES], flags;
+	unsigned zero = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), kfd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0 && n <= HPAGE_PAGES);
+	assert_int_equal(pread(fd, e, n * sizeof(e[0]), (off_t)((uintptr_t)p / PAGE * sizeof(e[0]))), n * sizeof(e[0]));
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t pfn = e[i] & PM_PFN_MASK;
+
+		if (!(e[i] & PM_PRESENT))
+			continue;
+		if (kfd >= 0 && pfn && pread(kfd, &flags, sizeof(flags), (off_t)(pfn * sizeof(flags))) == sizeof(flags))
+			zero += (flags >> KPF_ZERO_PAGE) & 1;
+		else
+			zero += !(e[i] & PM_MMAP_EXCLUSIVE);
+	}
+	close(fd);
+	if (kfd >= 0)
+		close(kfd);
+	return zero;
 }
 
-/* Zero-page entries count as none and are not mistaken for shared pages. */
-static void test_zero_pages(void **state)
+/* A block of 300 written pages and 212 zero-page entries: those count as
+ * none and are not mistaken for shared pages. */
+static void check_zero_block(struct fixture *f, char *p)
 {
-	struct fixture *f = *state;
 	struct collapse_limits l = lim;
-	assert_true(read_fault_maps_zero_page(f->mixed + 400 * PAGE));
-	l.max_ptes_none = 212;
 	struct seen seen = {0};
 	uint64_t res[SCAN_NR_RESULTS] = {0};
-	struct vma v = anon_vma(f->mixed, 1);
+	struct vma v = anon_vma(p, 1);
+
+	l.max_ptes_none = 212;
 	assert_int_equal(range_scan_vma(&f->s, &v, false, &l, res, on_candidate, &seen), 0);
 	assert_int_equal(res[SCAN_CANDIDATE], 1);
 	assert_int_equal(seen.c[0].present, 300);
 	assert_int_equal(seen.c[0].zero, 212);
 	assert_int_equal(seen.c[0].shared, 0);
 	l.max_ptes_none = 211;
-	assert_int_equal(scan_one(&f->s, f->mixed, false, &l), SCAN_EXCEED_NONE_PTE);
+	assert_int_equal(scan_one(&f->s, p, false, &l), SCAN_EXCEED_NONE_PTE);
+}
+
+/* The zero page on the real kernel: UFFDIO_ZEROPAGE maps it wherever
+ * userfaultfd exists, and a read fault maps it on most kernels but not on
+ * all (pvm_no_zero_page=1 here). Where a read fault maps a real page, that
+ * page is exclusive memory the process already holds: it counts as present,
+ * as khugepaged counts it, and collapsing it costs no memory. The zero-page
+ * paths are also driven on fixtures in test_range_scan_zero, on any kernel. */
+static void test_zero_pages(void **state)
+{
+	struct fixture *f = *state;
+	unsigned read_zero = zero_pages(f->mixed + 300 * PAGE, HPAGE_PAGES - 300);
+
+	if (f->zero_mapped) {
+		assert_int_equal(zero_pages(f->zeroed, HPAGE_PAGES), 212);
+		check_zero_block(f, f->zeroed);
+	} else {
+		print_message("userfaultfd unavailable: the zero page is driven on fixtures only\n");
+	}
+	assert_int_equal(zero_pages(f->mixed, 300), 0);
+	if (read_zero) {
+		assert_int_equal(read_zero, 212); /* all read faults alike */
+		check_zero_block(f, f->mixed);
+		return;
+	}
+	print_message("read faults map real pages on this kernel\n");
+	struct collapse_limits l = lim;
+	struct seen seen = {0};
+	uint64_t res[SCAN_NR_RESULTS] = {0};
+	struct vma v = anon_vma(f->mixed, 1);
+	l.max_ptes_none = 0;
+	assert_int_equal(range_scan_vma(&f->s, &v, false, &l, res, on_candidate, &seen), 0);
+	assert_int_equal(res[SCAN_CANDIDATE], 1);
+	assert_int_equal(seen.c[0].present, HPAGE_PAGES);
+	assert_int_equal(seen.c[0].zero, 0);
+	assert_int_equal(seen.c[0].shared, 0);
 }
 
 /* After fork() every anonymous page is mapped twice: shared. */

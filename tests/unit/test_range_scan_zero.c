@@ -155,6 +155,19 @@ static int fake_pagemap_scan(int fd, void *arg)
 	return n;
 }
 
+/* Removes the fixture's files and frees it; also after a failed setup. */
+static void fixture_free(struct fixture *f)
+{
+	range_scanner_free(&f->s);
+	if (f->dirfd >= 0) {
+		unlinkat(f->dirfd, "pagemap", 0);
+		unlinkat(f->dirfd, "kpageflags", 0);
+		close(f->dirfd);
+		rmdir(f->dir);
+	}
+	free(f);
+}
+
 static int setup(void **state, enum pagemap_mode mode)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -162,12 +175,17 @@ static int setup(void **state, enum pagemap_mode mode)
 
 	if (!f)
 		return -1;
+	f->dirfd = -1;
+	f->s.pagemap_fd = f->s.kpageflags_fd = -1;
 	strcpy(f->dir, "/tmp/hc-zero.XXXXXX");
-	if (!mkdtemp(f->dir) || (f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
 	build_page_tables();
-	if (write_files(f, &kpf_fd) || range_scanner_init(&f->s, mode))
+	if (!mkdtemp(f->dir) || (f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    write_files(f, &kpf_fd) || range_scanner_init(&f->s, mode)) {
+		if (kpf_fd >= 0)
+			close(kpf_fd);
+		fixture_free(f);
 		return -1;
+	}
 	/* The fixture's, whatever this kernel and this process may see. */
 	f->mode = mode;
 	f->s.use_scan_ioctl = mode == PAGEMAP_AUTO;
@@ -176,8 +194,10 @@ static int setup(void **state, enum pagemap_mode mode)
 	if (f->s.kpageflags_fd >= 0)
 		close(f->s.kpageflags_fd);
 	f->s.kpageflags_fd = kpf_fd;
-	if (range_scanner_attach(&f->s, f->dirfd, 0))
+	if (range_scanner_attach(&f->s, f->dirfd, 0)) {
+		fixture_free(f);
 		return -1;
+	}
 	fake_scans = 0;
 	*state = f;
 	return 0;
@@ -199,12 +219,7 @@ static int teardown(void **state)
 	/* The injected PAGEMAP_SCAN was what the scan path read. */
 	int r = (f->mode == PAGEMAP_AUTO) == (fake_scans > 0) ? 0 : -1;
 
-	range_scanner_free(&f->s);
-	unlinkat(f->dirfd, "pagemap", 0);
-	unlinkat(f->dirfd, "kpageflags", 0);
-	close(f->dirfd);
-	rmdir(f->dir);
-	free(f);
+	fixture_free(f);
 	return r;
 }
 
@@ -240,7 +255,7 @@ static enum scan_result scan_block(struct fixture *f, unsigned b, bool lazy, con
 {
 	uint64_t res[SCAN_NR_RESULTS] = {0};
 	struct vma v = vma_of(b, 1);
-	struct seen dummy;
+	struct seen dummy = {0};
 
 	seen = seen ? seen : &dummy;
 	*seen = (struct seen){0};

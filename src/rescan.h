@@ -24,6 +24,9 @@ struct pass_stats;
  * collapsed: a policy must never be guessed. Returns 0 or -errno. */
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd);
 
-/* Rescans s if it needs one (always if force), counting in ps. */
-void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
-		  double now, bool force);
+/* Rescans s if it needs one (always if force, or if an earlier scan of it
+ * stopped midway: s->scan_cursor), counting in ps. Returns -ETIMEDOUT when
+ * the pass's time ran out inside s (s->scan_cursor says where), else 0. A
+ * scan that stopped midway leaves s->last_scan as it was. */
+int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
+		 double now, bool force);

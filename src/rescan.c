@@ -44,6 +44,7 @@ struct scan_ctx {
 	uint64_t *results;
 	unsigned referenced_pct;
 	uint32_t vma_tag;
+	bool anon; /* the VMA's kind, for the re-check before collapse */
 	double now;
 	int err;
 };
@@ -80,6 +81,8 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->first_seen = old ? old->first_seen : x->now;
 	m->eagain = old ? old->eagain : 0;
 	m->vma_tag = x->vma_tag;
+	m->lazyfree = c->lazyfree;
+	m->anon = x->anon;
 }
 
 /* The pass's time is up (max_seconds after it began), or it is
@@ -213,6 +216,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			continue;
 		if (scanned_one && out_of_time(e, o)) {
 			s->scan_cursor = start;
+			s->cursor_set = now;
 			r = -ETIMEDOUT;
 			break;
 		}
@@ -243,12 +247,13 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			continue;
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
+		ctx.anon = v->kind == VMA_ANON;
 		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &pol->limits, s->results,
 					on_candidate, &ctx);
 		if (ctx.err)
 			r = ctx.err;
 		else if (r == -ETIMEDOUT || r == -EINPROGRESS)
-			s->scan_cursor = e->scanner.stopped_at;
+			s->scan_cursor = e->scanner.stopped_at, s->cursor_set = now;
 	}
 	range_scanner_detach(&e->scanner);
 	e->scanner.stop = NULL;
@@ -274,6 +279,20 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 			 (int)s->pid, strerror(errno));
 	if (fd >= 0)
 		close(fd);
+}
+
+bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd)
+{
+	thp_refresh(e, e->now());
+	/* The THP knobs or the config changed since: its verdicts are stale. */
+	if (s->scan_policy_gen != e->policy_gen)
+		return false;
+	/* THP switched off by prctl since: the kernel would refuse the blocks
+	 * (EINVAL) and the refusal would be remembered for full_rescan_s;
+	 * better left to the next scan. Unknown counts as enabled, as at the
+	 * scan. The except-advised prctl shows only in smaps (THPeligible),
+	 * which this does not read again. */
+	return !s->thp_enabled || read_proc_thp_enabled(dirfd) != 0;
 }
 
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)

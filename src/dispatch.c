@@ -57,9 +57,8 @@ static int open_proc_dir(const struct engine *e, const struct proc_state *s)
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Opens a pidfd for a process we sampled and proves it is the same one
- * (still_the_same(), after pidfd_open(): a PID is not reused while a pidfd
- * holds it... but the check is what proves it is ours). */
+/* Opens a pidfd for a process we sampled and proves it is the same one:
+ * after pidfd_open(), still_the_same() on /proc/PID. */
 int open_verified_pidfd(struct engine *e, struct proc_state *s)
 {
 	int pidfd, dirfd, err;
@@ -104,7 +103,8 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
 
 		/* An EAGAIN retry's memo may be gone: then so is the scan's word. */
-		b[k] = (struct recheck_block){.addr = addrs[k], .lazyfree = m ? m->lazyfree : 0, .anon = m && m->anon};
+		b[k] = (struct recheck_block){
+		    .addr = addrs[k], .lazy_sampled = m ? m->lazy_sampled : 0, .anon = m && m->anon};
 		if (!m)
 			ok[k] = false;
 	}
@@ -198,11 +198,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	range_scanner_detach(&e->scanner);
 	close(cc.dirfd);
 	ps->stale_dropped += cc.stale;
-	if (cc.err == -ECANCELED || cc.err == -ESRCH) { /* no longer allowed, or not the one we scanned */
+	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
 		s->nblocks = 0;
-		if (cc.err == -ESRCH)
-			ps->outcomes[COLLAPSE_ESRCH]++;
-	}
 	if (ok) { /* coverage.h: the last scan's THP numbers are stale now */
 		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);

@@ -71,7 +71,8 @@ struct pass_options {
 	 * NULL: never. */
 	bool (*interrupted)(void);
 	double max_seconds; /* stop scanning and collapsing this long after the
-			     * pass began (0: no limit), checked between VMAs,
+			     * pass began (0: no limit), checked between VMAs
+			     * (and between pagemap chunks on the read path),
 			     * so one VMA's scan at most overruns it; the rest
 			     * waits for the next pass, which resumes there */
 };

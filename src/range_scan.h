@@ -198,7 +198,7 @@ int range_scan_vma_from(struct range_scanner *s, const struct vma *v, uint64_t f
 /* A remembered candidate to look at again right before it is collapsed. */
 struct recheck_block {
 	uint64_t addr;
-	uint16_t lazyfree; /* lazy-free pages its scan let through (written again) */
+	uint8_t lazy_sampled; /* block_counts.lazy_sampled at its scan */
 	bool anon;
 };
 
@@ -207,9 +207,10 @@ struct recheck_block {
 /* The page-table checks of the scan, for just these blocks of the attached
  * process: one pagemap pread per run of them that fits in the buffer (so
  * one per call when they are adjacent), and kpageflags where readable, for
- * lazy-free pages and THPs, as the read path does. result[k] is the scan
- * result of b[k] now: SCAN_CANDIDATE if it may still be collapsed. A
- * block's lazy-free pages keep it out unless its scan saw at least as many
- * and found them written again. Returns 0 or -errno (-ESRCH: gone). */
+ * zero pages and THPs as the read path does, and for the lazy-free sample
+ * (LAZY_SAMPLE pages per anonymous block): more of it lazy-free than at the
+ * scan keeps the block out (SCAN_PAGE_LAZYFREE). result[k] is the scan
+ * result of b[k] now: SCAN_CANDIDATE if it may still be collapsed. Returns
+ * 0 or -errno (-ESRCH: gone). */
 int range_scan_recheck(struct range_scanner *s, const struct recheck_block *b, size_t n,
 		       const struct collapse_limits *lim, uint8_t *result);

@@ -81,7 +81,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->first_seen = old ? old->first_seen : x->now;
 	m->eagain = old ? old->eagain : 0;
 	m->vma_tag = x->vma_tag;
-	m->lazyfree = c->lazyfree;
+	m->lazy_sampled = c->lazy_sampled;
 	m->anon = x->anon;
 }
 

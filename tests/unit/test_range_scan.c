@@ -330,11 +330,16 @@ static void test_lazyfree(void **state)
 	assert_true(f->s.stats.kpageflags_preads > kpf);
 	assert_int_equal(scan_one(&f->s, f->mem + HPAGE_SIZE, true, &lim), SCAN_CANDIDATE);
 	/* Without check_lazyfree (smaps LazyFree 0), lazy-free pages are not
-	 * looked for, and on the PAGEMAP_SCAN path kpageflags not read. */
+	 * looked for: kpageflags is read only for the LAZY_SAMPLE pages that
+	 * the re-check before collapse compares (range_scan_recheck). */
+	uint64_t res[SCAN_NR_RESULTS] = {0};
+	struct seen seen = {0};
 	kpf = f->s.stats.kpageflags_preads;
-	assert_int_equal(scan_vma_one(&f->s, &v, false, &lim), SCAN_CANDIDATE);
+	assert_int_equal(range_scan_vma(&f->s, &v, false, &lim, res, on_candidate, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.c[0].lazy_sampled, LAZY_SAMPLE);
 	if (f->mode == PAGEMAP_AUTO)
-		assert_int_equal(f->s.stats.kpageflags_preads, kpf);
+		assert_int_equal(f->s.stats.kpageflags_preads - kpf, LAZY_SAMPLE);
 }
 
 /* Lazy-free asked but kpageflags unreadable: never collapse blindly. */
@@ -732,6 +737,88 @@ static void test_lazy_all_redirtied(void **state)
 	munmap(p, HPAGE_SIZE);
 }
 
+/* ---- a hostile reservation --------------------------------------------- */
+
+#define HOSTILE_SIZE (UINT64_C(64) << 40)  /* 64 TiB: MAP_NORESERVE costs no memory */
+#define HOSTILE_FAR  (UINT64_C(100) << 30) /* past the read path's first bound (64 GiB) */
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Any unprivileged process can reserve 64 TiB and touch two blocks of it:
+ * the first full then 64 of its pages MADV_FREEd (so the VMA's lazy-free
+ * count runs), the second 100 GiB further. One scan call costs well under
+ * a second on both paths (issue 16: 31-37 s with PAGEMAP_SCAN, 60.9 s on
+ * the read path, both walking the whole range). PAGEMAP_SCAN finds both
+ * blocks in one call; the read path stops at its bound and finds the far
+ * block when resumed, each call within the bound. */
+static void test_hostile_reservation(void **state)
+{
+	struct fixture *f = *state;
+	char *raw = mmap(NULL, HOSTILE_SIZE + HPAGE_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(raw != MAP_FAILED);
+	char *p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	munmap(p + HOSTILE_SIZE, (size_t)(raw + HPAGE_SIZE - p));
+	assert_int_equal(madvise(p, HOSTILE_SIZE, MADV_NOHUGEPAGE), 0); /* 4K pages, and khugepaged keeps off */
+	touch(p, HPAGE_SIZE, PAGE);
+	assert_int_equal(madvise_free_drained(p, 64 * PAGE), 0);
+	touch(p + HOSTILE_FAR, HPAGE_SIZE, PAGE);
+
+	struct vma v = smaps_vma(f, p);
+	uint64_t nblocks = HOSTILE_SIZE / HPAGE_SIZE;
+	uint64_t res[SCAN_NR_RESULTS] = {0};
+	struct seen seen = {0};
+	struct timespec t0;
+	double took;
+	int r;
+
+	assert_true(v.lazyfree_kb > 0);
+	assert_int_equal(range_scanner_attach(&f->s, f->self_dirfd, getpid()), 0); /* a fresh bound: a new pass */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = range_scan_vma(&f->s, &v, true, &lim, res, on_candidate, &seen);
+	took = seconds_since(&t0);
+	print_message("64 TiB, first call: %.3f s, %d\n", took, r);
+	assert_true(took < 1.0);
+	assert_int_equal(res[SCAN_PAGE_LAZYFREE], 1);
+	if (f->mode == PAGEMAP_AUTO) {
+		assert_int_equal(r, 0);
+		assert_int_equal(seen.n, 1);
+		assert_int_equal(seen.addr[0], (uintptr_t)p + HOSTILE_FAR);
+		assert_int_equal(res[SCAN_NO_PTE_TABLE], nblocks - 2);
+	} else {
+		uint64_t calls = 1;
+
+		assert_int_equal(r, -EINPROGRESS);
+		assert_int_equal(f->s.stopped_at, (uintptr_t)p + (PM_PAGES_PER_ATTACH << 12));
+		assert_int_equal(seen.n, 0);
+		/* Each attach (a pass) resumes where the last stopped. */
+		while (r == -EINPROGRESS && seen.n == 0) {
+			uint64_t from = f->s.stopped_at;
+
+			assert_int_equal(range_scanner_attach(&f->s, f->self_dirfd, getpid()), 0);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			r = range_scan_vma_from(&f->s, &v, from, true, &lim, res, on_candidate, &seen);
+			took = seconds_since(&t0);
+			assert_true(took < 1.0);
+			assert_true(f->s.stopped_at > from || r == 0);
+			calls++;
+		}
+		print_message("64 TiB, far block found in call %llu (%.3f s)\n", (unsigned long long)calls, took);
+		assert_int_equal(calls, 2);
+		assert_int_equal(seen.n, 1);
+		assert_int_equal(seen.addr[0], (uintptr_t)p + HOSTILE_FAR);
+	}
+	munmap(p, HOSTILE_SIZE);
+}
+
 int main(void)
 {
 	/* Each runs twice: once per path, in the two groups below. */
@@ -748,6 +835,7 @@ int main(void)
 	    cmocka_unit_test(test_lazy_mix_probe),
 	    cmocka_unit_test(test_lazy_mix_probe_fails),
 	    cmocka_unit_test(test_lazy_all_redirtied),
+	    cmocka_unit_test(test_hostile_reservation),
 	};
 	int failed = cmocka_run_group_tests_name("pagemap_scan", tests, setup_scan, teardown);
 	failed += cmocka_run_group_tests_name("pagemap_read", tests, setup_read, teardown);

@@ -34,6 +34,9 @@ int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands
 
 		if (!pol || !pol->enable || !pid_filter_match(f, s->pid))
 			continue;
+		/* After its ENOMEM: its blocks neither lead nor spend budget. */
+		if (now < s->backoff_until)
+			continue;
 		active = now - s->last_active <= pol->idle_after_s;
 		if (procs_active)
 			*procs_active += active;

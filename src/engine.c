@@ -330,17 +330,17 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	t1 = e->now();
 	ps->scan_s = t1 - t0;
 	if (r == 0 && !o->dry_run) {
-		if (now < e->backoff_until)
-			ps->backing_off = true;
-		else
-			r = collapse_in_order(e, o, ps, now, t0);
+		r = collapse_in_order(e, o, ps, now, t0);
 		ps->collapse_s = e->now() - t1;
 	}
 	e->last_full_pass = now;
 	e->pending = 0;
 	for (size_t i = 0; i < e->nst; i++)
-		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
+		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid)) {
 			e->pending += e->st[i].nblocks;
+			ps->procs_backing_off += e->st[i].nblocks && now < e->st[i].backoff_until;
+		}
+	ps->backing_off = ps->procs_backing_off > 0;
 	refresh_doorbell(e, now);
 	/* The rings are drained at the start of the next pass: faults during
 	 * this one are not lost (a refresh keeps what the old rings held),

@@ -52,11 +52,12 @@ struct pass_stats {
 	bool full_sample;              /* every process sampled (libproc2): first pass,
 					* lost fault records, memory mapped without faults */
 	uint64_t smaps_reads, pagemap_ops;
-	uint64_t stale_dropped; /* remembered blocks a rescan no longer found
-				 * candidates (cold, freed, unmapped...) */
-	bool backing_off;       /* no collapse this pass: after ENOMEM */
-	bool idle;              /* skipped: no fault anywhere, nothing pending */
-	bool missing_privilege; /* EPERM/EACCES from the kernel */
+	uint64_t stale_dropped;     /* remembered blocks a rescan no longer found
+				     * candidates (cold, freed, unmapped...) */
+	bool backing_off;           /* some process's blocks wait: after its ENOMEM */
+	unsigned procs_backing_off; /* processes whose blocks wait after ENOMEM (proc_state.backoff_until) */
+	bool idle;                  /* skipped: no fault anywhere, nothing pending */
+	bool missing_privilege;     /* EPERM/EACCES from the kernel */
 };
 
 struct pass_options {
@@ -100,7 +101,6 @@ struct engine {
 	struct proc_table sample;
 	double sample_time;   /* monotonic seconds of the last sample */
 	struct budget budget; /* token buckets: global and per policy */
-	double backoff_until;
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;

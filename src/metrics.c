@@ -169,8 +169,12 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	header(f, "hugecollapsed_khugepaged_mode", "gauge", "The khugepaged mode in force (1 for the current one).");
 	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
-	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
+	scalar_u64(f, "hugecollapsed_backing_off", "gauge",
+		   "1 while some process's ranges wait after it got no huge page (ENOMEM); the others go on.",
 		   e->last.backing_off);
+	scalar_u64(f, "hugecollapsed_processes_backing_off", "gauge",
+		   "Processes whose ranges wait after ENOMEM (each backs off alone, bounded).",
+		   e->last.procs_backing_off);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);

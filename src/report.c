@@ -104,7 +104,7 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 	else
 		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
 			(unsigned long long)ps->outcomes[COLLAPSE_OK],
-			ps->backing_off ? " (backing off after ENOMEM)" : "");
+			ps->backing_off ? " (some processes back off after ENOMEM)" : "");
 	fprintf(f,
 		"scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled, %u cgroup unknown), collapse %.1f "
 		"ms\n",

@@ -51,7 +51,7 @@ static void notify_status(struct service *s)
 	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s",
 		   (unsigned long long)e->passes, e->total.collapsed_bytes / MIB, e->last.collapsed_bytes / MIB,
 		   e->last.procs_active, khugepaged_mode_name(s->khp.mode),
-		   e->last.backing_off ? ", backing off after ENOMEM" : "");
+		   e->last.backing_off ? ", some processes back off after ENOMEM" : "");
 }
 
 static void write_metrics(struct service *s)

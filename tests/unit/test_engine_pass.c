@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "dispatch.h"
 #include "engine.h"
 
 #define PAGE     4096u
@@ -193,7 +194,10 @@ static struct fake {
 	unsigned attempts[MAX_ADDR];
 	size_t n;
 	unsigned calls;
-	int default_err; /* for addresses not scripted */
+	int default_err;  /* for addresses not scripted */
+	pid_t enomem_pid; /* every block of this process answers ENOMEM (0: none) */
+	unsigned pid_attempts[2];
+	pid_t counted_pid[2]; /* attempts per process, by the pidfd's PID */
 	/* The injected thp_collapse_alloc_failed: each ENOMEM answer moves it
 	 * when enomem_is_alloc_failure (no huge page), not otherwise (the
 	 * range was unmapped). */
@@ -255,6 +259,24 @@ static unsigned attempts(uint64_t addr)
 	return fk.attempts[slot(addr)];
 }
 
+/* The PID behind a pidfd: its fdinfo's "Pid:" line. */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], line[256];
+	FILE *f;
+	int pid = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	assert_true(pid > 0);
+	return (pid_t)pid;
+}
+
 /* Like vector_madvise(): in order, stop at the first failure, return the
  * bytes done if any, else -1 with that failure's errno. A block counts as
  * attempted when the caller learns its outcome: a failure after completed
@@ -263,10 +285,20 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 {
 	size_t done = 0;
 
-	(void)pidfd;
+	pid_t pid = pidfd_pid(pidfd);
+
 	assert_int_equal(advice, MADV_COLLAPSE);
 	assert_int_equal(flags, 0);
 	fk.calls++;
+	for (int k = 0; k < 2; k++)
+		if (fk.counted_pid[k] == pid)
+			fk.pid_attempts[k]++;
+	if (fk.enomem_pid == pid) {
+		/* No huge page on this process's nodes: the count moves. */
+		fk.alloc_failed++;
+		errno = ENOMEM;
+		return -1;
+	}
 	for (size_t i = 0; i < vlen; i++) {
 		size_t s = slot((uint64_t)(uintptr_t)iov[i].iov_base);
 
@@ -404,9 +436,10 @@ static void test_enomem_backs_off(void **state)
 	fk.default_err = ENOMEM;
 	fk.enomem_is_alloc_failure = true;
 	first_pass(f);
-	assert_false(f->ps.backing_off); /* not yet: this pass learned it */
+	assert_true(f->ps.backing_off); /* this process, from now on */
+	assert_int_equal(f->ps.procs_backing_off, 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
-	assert_int_equal(fk.calls, 1); /* ENOMEM stops the pass */
+	assert_int_equal(fk.calls, 1); /* ENOMEM stops this process's blocks */
 	assert_int_equal(attempts(block(f, 0)) + attempts(block(f, 1)) + attempts(block(f, 2)) + attempts(block(f, 3)),
 			 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], NBLOCKS - 1);
@@ -429,6 +462,64 @@ static void test_enomem_backs_off(void **state)
 	assert_true(fk.calls > calls);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
 	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+}
+
+/* Issue 16, defect 3: process A never gets a huge page (bound to a full
+ * node), process B would. B is collapsed, from the pass after A's first
+ * ENOMEM on, although A's blocks are older and past max_wait_s (they would
+ * lead every pass); A is tried again after a back-off that doubles per
+ * ENOMEM in a row, up to 2^ENOMEM_BACKOFF_MAX_SHIFT times alloc_backoff_ms,
+ * and then keeps being tried at that bound. */
+static void test_enomem_one_process_not_everyone(void **state)
+{
+	struct fixture *f = *state;
+	struct child b;
+	pid_t pids[2];
+	double t = 0, bound = BACKOFF / 1000.0 * (1u << ENOMEM_BACKOFF_MAX_SHIFT);
+	unsigned a_tries;
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	f->cfg.defaults.max_wait_s = 1;
+	fk.enomem_pid = f->ch.pid;
+	fk.counted_pid[0] = f->ch.pid;
+	first_pass(f);
+	assert_int_equal(fk.pid_attempts[0], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+
+	child_start(&b);
+	fk.counted_pid[1] = b.pid;
+	pids[0] = f->ch.pid;
+	pids[1] = b.pid;
+	f->o.pids = pids;
+	f->o.npids = 2;
+	/* A backs off for BACKOFF: meanwhile B gets one block per pass. */
+	for (unsigned i = 1; i <= NBLOCKS; i++) {
+		pass_at(f, i);
+		assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+		assert_int_equal(fk.pid_attempts[1], i);
+		assert_int_equal(fk.pid_attempts[0], 1);
+		assert_int_equal(f->ps.procs_backing_off, 1);
+	}
+	/* B is done (the fake collapsed nothing, but B's memos are dropped). */
+	pass_at(f, BACKOFF / 1000.0 - 0.1);
+	assert_int_equal(fk.pid_attempts[0], 1);
+
+	/* Then A again, with a back-off that doubles, up to the bound. */
+	a_tries = 1;
+	t = BACKOFF / 1000.0 + 0.1;
+	for (unsigned streak = 2; streak <= ENOMEM_BACKOFF_MAX_SHIFT + 3; streak++) {
+		double wait = enomem_backoff_s(BACKOFF, streak);
+
+		pass_at(f, t);
+		assert_int_equal(fk.pid_attempts[0], ++a_tries);
+		assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+		assert_true(wait <= bound);
+		pass_at(f, t + wait - 0.1); /* not yet */
+		assert_int_equal(fk.pid_attempts[0], a_tries);
+		t += wait + 1.0; /* a second after the last pass: a block's budget */
+	}
+	assert_true(enomem_backoff_s(BACKOFF, 200) == bound);
+	child_stop(&b);
 }
 
 /* ENOMEM for blocks the process unmapped since the scan (the allocation
@@ -454,7 +545,7 @@ static void test_enomem_unmapped_no_backoff(void **state)
 	/* The next pass is not backing off. */
 	pass_at(f, 1);
 	assert_false(f->ps.backing_off);
-	assert_true(f->e.backoff_until == 0);
+	assert_int_equal(f->ps.procs_backing_off, 0);
 
 	/* The same answers, now with the count moving: a real shortage. */
 	fk.enomem_is_alloc_failure = true;
@@ -814,6 +905,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_enomem_one_process_not_everyone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_inside_one_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),

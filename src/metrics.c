@@ -14,6 +14,7 @@
 #include "collapse.h"
 #include "coverage_metrics.h"
 #include "histogram.h"
+#include "memcg_gate.h"
 #include "scan_result.h"
 #include "utf8.h"
 
@@ -175,6 +176,9 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	scalar_u64(f, "hugecollapsed_processes_backing_off", "gauge",
 		   "Processes whose ranges wait after ENOMEM (each backs off alone, bounded).",
 		   e->last.procs_backing_off);
+	scalar_u64(f, "hugecollapsed_memcg_gate_failed", "gauge",
+		   "1 while the memory cgroup mounts cannot be read: every collapse is held back (fail closed).",
+		   memcg_gate_error(e) != 0);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);

@@ -476,6 +476,55 @@ ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsiz
 	return (ssize_t)len;
 }
 
+ssize_t read_file_alloc(const char *path, size_t max, char **buf)
+{
+	size_t cap = 65536, len = 0;
+	char *b = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	*buf = NULL;
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len + 1 >= cap || !b) {
+			char *nb;
+
+			if (b && cap > max) {
+				err = -EFBIG;
+				break;
+			}
+			if (b)
+				cap *= 2;
+			nb = realloc(b, cap);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			b = nb;
+		}
+		ssize_t r = read(fd, b + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!err && len > max)
+		err = -EFBIG;
+	if (err) {
+		free(b);
+		return err;
+	}
+	b[len] = '\0';
+	*buf = b;
+	return (ssize_t)len;
+}
+
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out)
 {
 	char buf[2048]; /* 52 numbers and a 64-byte comm fit easily */

@@ -86,6 +86,13 @@ int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
 /* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
  * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
 ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
+/* Reads the whole file at path into *buf (malloc'ed, NUL-terminated, the
+ * caller frees it), growing as it goes: mountinfo on a dense node holds
+ * tens of thousands of mounts. Returns the length, -EFBIG past max bytes
+ * (*buf NULL), or -errno. */
+ssize_t read_file_alloc(const char *path, size_t max, char **buf);
+/* The bound safety checks read mountinfo with: beyond it they fail closed. */
+#define MOUNTINFO_MAX_BYTES (256u << 20)
 
 /* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */
 const char *proc_root(void);

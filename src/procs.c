@@ -420,6 +420,45 @@ int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen)
 	return 0;
 }
 
+const char *cgroup_hier_name(enum cgroup_hier h)
+{
+	switch (h) {
+	case CGROUP_HIER_V2:
+		return "cgroup v2";
+	case CGROUP_HIER_V1_MEMORY:
+		return "the cgroup v1 memory hierarchy";
+	case CGROUP_HIER_V1_SYSTEMD:
+		return "the cgroup v1 name=systemd hierarchy";
+	default:
+		return "no cgroup hierarchy";
+	}
+}
+
+int parse_cgroup_policy_buf(const char *buf, size_t len, char *path, size_t pathlen, enum cgroup_hier *hier)
+{
+	static const char *const v1[] = {"memory", "name=systemd"};
+	int r = parse_cgroup_buf(buf, len, path, pathlen);
+
+	*hier = CGROUP_HIER_V2;
+	if (r != -ENOENT)
+		return r;
+	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
+		r = parse_cgroup_v1_buf(buf, len, v1[i], path, pathlen);
+		if (r == -ENOENT)
+			continue;
+		*hier = i ? CGROUP_HIER_V1_SYSTEMD : CGROUP_HIER_V1_MEMORY;
+		/* Cut the same way as v2 paths: a cut one names someone else. */
+		if (r == 0 && strlen(path) >= CGROUP_PATH_CUT)
+			r = -ENAMETOOLONG;
+		return r;
+	}
+	*hier = CGROUP_HIER_NONE;
+	if (pathlen < 2)
+		return -ENAMETOOLONG;
+	memcpy(path, "/", 2);
+	return 0;
+}
+
 int parse_status_thp_enabled(const char *buf, size_t len)
 {
 	size_t vlen;
@@ -541,15 +580,10 @@ int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen)
 	if (!buf)
 		return -ENOMEM;
 	ssize_t n = read_small_file_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
-	int rc = n < 0 ? (int)n : parse_cgroup_buf(buf, (size_t)n, path, pathlen);
+	enum cgroup_hier h;
+	int rc = n < 0 ? (int)n : parse_cgroup_policy_buf(buf, (size_t)n, path, pathlen, &h);
+
 	free(buf);
-	if (n >= 0 && rc == -ENOENT && pathlen >= 2) {
-		/* No "0::" line at all: cgroup v2 is not mounted anywhere on this
-		 * host (the kernel hides the line until it is), so every process
-		 * is in the root as far as policies go. */
-		memcpy(path, "/", 2);
-		rc = 0;
-	}
 	return rc;
 }
 

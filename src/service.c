@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cgroup2.h"
+#include "cgroup_hier.h"
 #include "coverage_metrics.h"
 #include "config.h"
 #include "engine.h"
@@ -342,6 +343,9 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000, s->config_path);
 	if (config_load(s->config_path, false, false, &next, err, sizeof(err)) < 0) {
 		log_err("reload failed, keeping the previous configuration: %s", err);
+	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
+		log_err("reload failed, keeping the previous configuration: %s", err);
+		config_free(&next);
 	} else {
 		bool policy_changed = next.khugepaged != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
 
@@ -422,6 +426,12 @@ int service_run(const char *config_path)
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
+		return 1;
+	}
+	if (cgroup_rules_verify(&s.cfg, proc_root(), err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		sd_notifyf(0, "STATUS=bad configuration: %s", err);
+		config_free(&s.cfg);
 		return 1;
 	}
 	if (check_privileges(true, err, sizeof(err)) < 0) {

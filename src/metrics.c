@@ -179,6 +179,14 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	scalar_u64(f, "hugecollapsed_memcg_gate_failed", "gauge",
 		   "1 while the memory cgroup mounts cannot be read: every collapse is held back (fail closed).",
 		   memcg_gate_error(e) != 0);
+	scalar_u64(f, "hugecollapsed_memory_pressure_paused", "gauge",
+		   "1 while collapsing waits for host memory pressure to pass (PSI memory or the zone watermarks).",
+		   e->pressure.paused);
+	scalar_u64(f, "hugecollapsed_memory_pressure_pauses_total", "counter",
+		   "Times collapsing paused for host memory pressure.", e->pressure.pauses);
+	header(f, "hugecollapsed_memory_pressure_check_seconds_total", "counter",
+	       "Time spent reading /proc/pressure/memory and /proc/zoneinfo.");
+	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure.read_s);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);

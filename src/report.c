@@ -104,7 +104,9 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 	else
 		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
 			(unsigned long long)ps->outcomes[COLLAPSE_OK],
-			ps->backing_off ? " (some processes back off after ENOMEM)" : "");
+			ps->pressure_paused ? " (paused: host memory pressure)"
+			: ps->backing_off   ? " (some processes back off after ENOMEM)"
+					    : "");
 	fprintf(f,
 		"scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled, %u cgroup unknown), collapse %.1f "
 		"ms\n",
@@ -187,7 +189,8 @@ void report_json(FILE *f, const struct engine *e, const struct pass_options *o, 
 
 	fprintf(f, "{\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,\"scan_seconds\":%.6f,", HC_VERSION,
 		o->dry_run ? "true" : "false", (unsigned long long)ps->collapsed_bytes, ps->scan_s);
-	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,", ps->collapse_s, ps->backing_off ? "true" : "false");
+	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,\"pressure_paused\":%s,", ps->collapse_s,
+		ps->backing_off ? "true" : "false", ps->pressure_paused ? "true" : "false");
 	fprintf(f, "\"processes_total\":%u,\"processes_scanned\":%u,\"processes_unchanged\":%u,", ps->procs_total,
 		ps->procs_scanned, ps->procs_unchanged);
 	fprintf(f,

@@ -216,6 +216,18 @@ static int fake_alloc_failed(void *ctx, uint64_t *count)
 
 static double fake_time;
 
+/* The injected host memory pressure (the real one is another test's). */
+static enum mem_pressure_sign fake_sign;
+static unsigned pressure_checks;
+
+static enum mem_pressure_sign fake_pressure(struct engine *e, double now)
+{
+	(void)e;
+	(void)now;
+	pressure_checks++;
+	return fake_sign;
+}
+
 static double fake_clock(void)
 {
 	return fake_time;
@@ -385,6 +397,9 @@ static int setup(void **state)
 	f->e.alloc_failed = fake_alloc_failed;
 	f->e.alloc_failed_ctx = &fk;
 	f->e.now = fake_clock;
+	fake_sign = MEM_PRESSURE_NONE;
+	pressure_checks = 0;
+	f->e.pressure_check = fake_pressure;
 	child_start(&f->ch);
 	f->o = (struct pass_options){.pids = &f->ch.pid, .npids = 1};
 	return 0;
@@ -520,6 +535,41 @@ static void test_enomem_one_process_not_everyone(void **state)
 	}
 	assert_true(enomem_backoff_s(BACKOFF, 200) == bound);
 	child_stop(&b);
+}
+
+/* Issue 16, host memory pressure: while it lasts nothing is submitted
+ * (the candidates stay), the pause is counted once, and collapsing
+ * resumes when it passes. A pass with nothing to collapse does not ask. */
+static void test_memory_pressure_pauses(void **state)
+{
+	struct fixture *f = *state;
+
+	fake_sign = MEM_PRESSURE_PSI_SOME;
+	first_pass(f);
+	assert_true(f->ps.pressure_paused);
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->e.pending, NBLOCKS);
+	assert_true(f->e.pressure.paused);
+	assert_int_equal(f->e.pressure.pauses, 1);
+	fake_sign = MEM_PRESSURE_WATERMARK;
+	pass_at(f, 1);
+	assert_true(f->ps.pressure_paused);
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->e.pressure.pauses, 1); /* the same pause */
+
+	fake_sign = MEM_PRESSURE_NONE;
+	pass_at(f, 2);
+	assert_false(f->ps.pressure_paused);
+	assert_false(f->e.pressure.paused);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
+	assert_true(f->e.pressure.paused_s == 2.0);
+
+	/* Nothing left to collapse: not even asked. */
+	unsigned checks = pressure_checks;
+	fake_sign = MEM_PRESSURE_PSI_FULL;
+	pass_at(f, 3);
+	assert_int_equal(pressure_checks, checks);
+	assert_false(f->ps.pressure_paused);
 }
 
 /* ENOMEM for blocks the process unmapped since the scan (the allocation
@@ -906,6 +956,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_one_process_not_everyone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_pressure_pauses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_inside_one_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),

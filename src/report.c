@@ -1,6 +1,7 @@
 /* Text and JSON output of a pass. */
 #include "report.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "log.h"
 #include "report_table.h"
 #include "scan_result.h"
+#include "text_escape.h"
 #include "utf8.h"
 #include "units.h"
 
@@ -55,11 +57,13 @@ static bool shown(const struct proc_state *s)
 static void text_process(FILE *f, const struct engine_view *v, size_t idx)
 {
 	const struct proc_state *s = &v->procs[idx];
-	const char *comm = s->prev.comm;
+	char comm[TEXT_ESCAPE_SIZE(sizeof(s->prev.comm))], cg[TEXT_ESCAPE_SIZE(PATH_MAX)];
 	bool first = true;
 	size_t rank = 0;
 
-	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm, s->cgroup ? s->cgroup : "?",
+	text_escape(s->prev.comm, comm, sizeof(comm));
+	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm,
+		text_escape(s->cgroup ? s->cgroup : "?", cg, sizeof(cg)),
 		s->cgroup_unknown                 ? " [cgroup unknown: not collapsed]"
 		: s->policy && !s->policy->enable ? " [disabled by policy]"
 						  : "");

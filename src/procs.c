@@ -108,8 +108,11 @@ int procs_sample(struct procs *p, struct proc_table *out)
 void proc_table_free(struct proc_table *t)
 {
 	free(t->p);
+	free(t->zombies);
 	t->p = NULL;
+	t->zombies = NULL;
 	t->n = t->cap = 0;
+	t->nzombies = t->capzombies = 0;
 }
 
 int pid_cmp(const void *a, const void *b)
@@ -165,6 +168,7 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
 int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out)
 {
 	out->n = 0;
+	out->nzombies = 0;
 	if (n && table_reserve(out, n) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -174,7 +178,14 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 
 		snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
 		len = read_small_file_at(rootfd, name, buf, sizeof(buf));
-		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i] || ps.vsize == 0)
+		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i])
+			continue;
+		if (ps.vsize == 0 && (ps.state == 'Z' || ps.state == 'X')) {
+			if (GROW(out->zombies, out->capzombies, out->nzombies + 1) < 0)
+				return -ENOMEM;
+			out->zombies[out->nzombies++] = ps.pid; /* pids[] is sorted */
+		}
+		if (ps.vsize == 0)
 			continue;
 		out->p[out->n++] = ps;
 	}
@@ -294,6 +305,7 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 		case F_STATE:
 			if (tlen != 1)
 				return -EINVAL;
+			s.state = *tok;
 			continue;
 		case F_MINFLT:
 		case F_MAJFLT:

@@ -17,12 +17,17 @@ struct proc_sample {
 	uint64_t rss_pages;
 	uint64_t vsize;   /* bytes */
 	uint64_t exec_id; /* changes on execve (parse_stat_buf only; 0 from libproc2) */
+	char state;       /* 'R', 'S', 'Z', … (parse_stat_buf only) */
 	char comm[64];
 };
 
 struct proc_table {
 	struct proc_sample *p; /* sorted by pid */
 	size_t n, cap;
+	/* procs_sample_pids_at(): the PIDs read that were zombies (no mm, but
+	 * their PID is freed as soon as the parent reaps them), sorted. */
+	pid_t *zombies;
+	size_t nzombies, capzombies;
 };
 
 struct procs;

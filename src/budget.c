@@ -35,8 +35,9 @@ int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands
 		if (!pol || !pol->enable || !pid_filter_match(f, s->pid))
 			continue;
 		/* Its scan stopped midway (range_scan.h): the blocks wait until
-		 * it is complete, and spend no budget meanwhile. */
-		if (s->scan_cursor)
+		 * it is complete, and spend no budget meanwhile. After its
+		 * ENOMEM: its blocks neither lead nor spend budget. */
+		if (s->scan_cursor || now < s->backoff_until)
 			continue;
 		active = now - s->last_active <= pol->idle_after_s;
 		if (procs_active)

@@ -12,8 +12,6 @@
 #include "memcg.h"
 #include "procs.h"
 
-#define MOUNTINFO_MAX (4u << 20) /* a host with thousands of mounts */
-
 /* Copies the space-separated field at *p into out (NUL-terminated),
  * decoding mountinfo's \ooo escapes, and moves *p past it. */
 static int take_field(const char **p, const char *end, char *out, size_t outlen)
@@ -99,25 +97,12 @@ int cgroup2_open_dir(struct cgroup2_root *r, const char *dir, const char *root)
 
 int cgroup2_open(struct cgroup2_root *r, const char *mountinfo)
 {
-	size_t cap = 65536;
 	char *buf = NULL, mnt[4096], root[CGROUP2_ROOT_MAX];
 	ssize_t n;
 	int rc;
 
 	r->fd = -1;
-	for (;;) {
-		char *nb = realloc(buf, cap);
-
-		if (!nb) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = nb;
-		n = read_small_file_at(AT_FDCWD, mountinfo, buf, cap);
-		if (n != -EFBIG || cap >= MOUNTINFO_MAX)
-			break;
-		cap *= 4;
-	}
+	n = read_file_alloc(mountinfo, MOUNTINFO_MAX_BYTES, &buf);
 	rc = n < 0 ? (int)n : parse_cgroup2_mount_buf(buf, (size_t)n, mnt, sizeof(mnt), root, sizeof(root));
 	free(buf);
 	return rc < 0 ? rc : cgroup2_open_dir(r, mnt, root);

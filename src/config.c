@@ -76,6 +76,9 @@ static const struct key_def keys[] = {
     DAEMON_KEY(full_rescan_s, K_UINT, 1, 86400),
     DAEMON_KEY(alloc_backoff_ms, K_UINT, 0, 3600000),
     DAEMON_KEY(coverage_top_cgroups, K_UINT, 0, 1000),
+    DAEMON_KEY(pressure_some_pct, K_UINT, 0, 100),
+    DAEMON_KEY(pressure_full_pct, K_UINT, 0, 100),
+    DAEMON_KEY(pressure_free_margin_mb, K_UINT, 0, 65536),
     POLICY_KEY("enable", enable, K_BOOL, 0, 0),
     POLICY_KEY("weight", weight, K_UINT, 1, 10000),
     POLICY_KEY("budget_mb_per_s", budget_mb_per_s, K_UINT, 1, 100000),
@@ -665,6 +668,9 @@ static int defaults_into(struct config *c)
 	c->full_rescan_s = 300;
 	c->alloc_backoff_ms = 60000;
 	c->coverage_top_cgroups = 10;
+	c->pressure_some_pct = 10;
+	c->pressure_full_pct = 2;
+	c->pressure_free_margin_mb = 64;
 	c->defaults = policy_default;
 	c->metrics_file = strdup(CONFIG_DEFAULT_METRICS);
 	c->state_file = strdup(CONFIG_DEFAULT_STATE);

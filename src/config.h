@@ -61,6 +61,10 @@ struct config {
 	unsigned full_rescan_s;          /* 300, 1..86400 */
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
 	unsigned coverage_top_cgroups;   /* 10, 0..1000: cgroups without a policy file in the metrics */
+	/* Host memory pressure pauses collapsing (mem_pressure.h). */
+	unsigned pressure_some_pct;       /* 10, 0..100: PSI memory some avg10; 0 = not checked */
+	unsigned pressure_full_pct;       /* 2, 0..100: PSI memory full avg10; 0 = not checked */
+	unsigned pressure_free_margin_mb; /* 64, 0..65536: above the zones' high watermarks */
 	/* [collapse] */
 	struct policy defaults;
 	/* the *.conf files in cgroup_dir, sorted by path */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_hier.h"
 #include "config.h"
 #include "engine.h"
 #include "khugepaged.h"
@@ -176,6 +177,12 @@ static int load_config(const struct cli *c, struct config *cfg)
 	/* Without --config a missing default file means built-in defaults. */
 	if (config_load(c->config ? c->config : HC_DEFAULT_CONFIG, !c->config, false, cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
+		return -1;
+	}
+	/* A rule no process can match is an error, not a silent no-op. */
+	if (!c->status && cgroup_rules_verify(cfg, proc_root(), err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		config_free(cfg);
 		return -1;
 	}
 	return 0;

@@ -142,6 +142,15 @@ static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t byte
 	n[e->ncg_bytes++].bytes = bytes;
 }
 
+double enomem_backoff_s(unsigned alloc_backoff_ms, unsigned streak)
+{
+	unsigned shift = streak ? streak - 1 : 0;
+
+	if (shift > ENOMEM_BACKOFF_MAX_SHIFT)
+		shift = ENOMEM_BACKOFF_MAX_SHIFT;
+	return (double)alloc_backoff_ms / 1000.0 * (double)(1u << shift);
+}
+
 /* A call's time, shared by its blocks: what one block cost the target. */
 static void observe_call(void *ctx, double seconds, size_t nblocks)
 {
@@ -201,6 +210,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
 		s->nblocks = 0;
 	if (ok) { /* coverage.h: the last scan's THP numbers are stale now */
+		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
 		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);
 		/* As after a scan: a process with tens of thousands of VMAs
@@ -248,13 +258,23 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			if (collect_retry && oc == COLLAPSE_EAGAIN && m && m->eagain <= s->policy->eagain_retries)
 				cr->retry[cr->nretry++] = (struct candidate){.proc = p, .addr = cr->addrs[i]};
 			break;
-		case COLLAPSE_ENOMEM:
-			if (now >= e->backoff_until)
-				log_proc(LOG_WARNING, s->pid, proc_state_cgroup(s), "enomem",
-					 "no huge page available: backing off for %u ms", e->cfg->alloc_backoff_ms);
-			e->backoff_until = now + e->cfg->alloc_backoff_ms / 1000.0;
-			cr->stop = true;
+		case COLLAPSE_ENOMEM: {
+			/* This process only (its nodes may be full, or its own
+			 * MADV_COLLAPSE loop moved the count); the block stays. */
+			double wait;
+
+			if (s->enomem_streak < UINT8_MAX)
+				s->enomem_streak++;
+			wait = enomem_backoff_s(e->cfg->alloc_backoff_ms, s->enomem_streak);
+			s->backoff_until = now + wait;
+			log_proc(
+			    LOG_WARNING, s->pid, proc_state_cgroup(s), "enomem",
+			    "pid %d (%s): no huge page available (%u in a row): backing off this process for %.0f ms",
+			    (int)s->pid, s->prev.comm, (unsigned)s->enomem_streak, wait * 1e3);
+			if (++cr->enomem_procs >= ENOMEM_PROCS_PER_PASS)
+				cr->stop = true;
 			break;
+		}
 		case COLLAPSE_ESRCH:
 			s->nblocks = 0;
 			return;

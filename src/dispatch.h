@@ -7,7 +7,10 @@
  * read, is skipped). The outcomes update its memos: collapsed and
  * refused (EINVAL) blocks are dropped, EINVAL ones remembered as refused,
  * EAGAIN/EBUSY counted (EAGAIN retried once at the end of the pass), ENOMEM
- * starts the back-off (e->backoff_until) and EPERM stops the pass. An
+ * backs that process off (proc_state.backoff_until, bounded) while the others
+ * go on, ENOMEM from ENOMEM_PROCS_PER_PASS processes ends the pass (a real
+ * shortage: each of them waits, the rest keep their place), and EPERM stops
+ * the pass. An
  * ENOMEM while the kernel's allocation failure count did not move is an
  * unmapped block (COLLAPSE_UNMAPPED): dropped, and nothing stops.
  * recheck_selected() first rescans the selected processes not scanned in
@@ -28,6 +31,18 @@ struct pass_options;
 struct pass_stats;
 struct proc_state;
 
+/* ENOMEM from this many processes in one pass: huge pages are short for
+ * everyone, not for one process's nodes; stop asking until the next pass. */
+#define ENOMEM_PROCS_PER_PASS 4
+/* A process's back-off doubles per ENOMEM in a row, up to 2^this times
+ * alloc_backoff_ms (8 min at the default 60 s), then stays there: it is
+ * always tried again. */
+#define ENOMEM_BACKOFF_MAX_SHIFT 3
+
+/* The back-off after the streak-th ENOMEM in a row: alloc_backoff_ms
+ * doubled per ENOMEM, bounded. Pure. */
+double enomem_backoff_s(unsigned alloc_backoff_ms, unsigned streak);
+
 struct collapse_run {
 	uint64_t *addrs;
 	uint8_t *out;
@@ -35,7 +50,8 @@ struct collapse_run {
 	size_t nretry;
 	double deadline; /* monotonic seconds (e->now); 0: none */
 	bool (*interrupted)(void);
-	bool stop; /* ENOMEM, EPERM or the deadline: no more this pass */
+	unsigned enomem_procs; /* processes that answered ENOMEM this pass */
+	bool stop;             /* ENOMEM_PROCS_PER_PASS, EPERM or the deadline: no more this pass */
 };
 
 /* A pidfd for s, or -errno (-ESRCH: not the process that was scanned;

@@ -33,6 +33,38 @@ static int read_alloc_failed(void *ctx, uint64_t *count)
 	return vmstat_read_alloc_failed(ctx, count);
 }
 
+static enum mem_pressure_sign check_pressure(struct engine *e, double now)
+{
+	const struct mem_pressure_limits l = {.some_pct = e->cfg->pressure_some_pct,
+					      .full_pct = e->cfg->pressure_full_pct,
+					      .free_margin_pages = (uint64_t)e->cfg->pressure_free_margin_mb << 8};
+
+	return mem_pressure_check(&e->pressure, e->proc_root, &l, now, monotonic_seconds);
+}
+
+/* Whether this pass collapses nothing for host memory pressure; logs the
+ * start and the end of each pause. */
+static bool pressure_pauses(struct engine *e, double now)
+{
+	struct mem_pressure *m = &e->pressure;
+	enum mem_pressure_sign sign = e->pressure_check(e, now);
+
+	if (sign != MEM_PRESSURE_NONE && !m->paused) {
+		m->paused = true;
+		m->paused_since = now;
+		m->pauses++;
+		log_warn("host memory pressure (%s: PSI some %.2f%% full %.2f%%, free %llu MiB, high watermarks %llu "
+			 "MiB): collapsing paused",
+			 mem_pressure_sign_name(sign), m->psi.some_avg10, m->psi.full_avg10,
+			 (unsigned long long)(m->free_pages >> 8), (unsigned long long)(m->high_pages >> 8));
+	} else if (sign == MEM_PRESSURE_NONE && m->paused) {
+		m->paused = false;
+		m->paused_s += now - m->paused_since;
+		log_info("host memory pressure over after %.1f s: collapsing resumes", now - m->paused_since);
+	}
+	return m->paused;
+}
+
 int engine_enumerate_procs(void *ctx, struct proc_table *out)
 {
 	return procs_sample(ctx, out);
@@ -51,6 +83,8 @@ int engine_init(struct engine *e, const struct config *cfg)
 		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
 	e->alloc_failed = read_alloc_failed;
 	e->alloc_failed_ctx = &e->vmstat;
+	mem_pressure_init(&e->pressure);
+	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
 	e->thp_dir = khugepaged_sysfs_dir();
@@ -123,6 +157,7 @@ void engine_free(struct engine *e)
 	range_scanner_free(&e->scanner);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
+	mem_pressure_close(&e->pressure);
 	memcg_gate_free(e);
 	if (e->proc_fd > 0)
 		close(e->proc_fd);
@@ -130,6 +165,7 @@ void engine_free(struct engine *e)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
 	e->vmstat.fd = -1; /* fd 0 is not ours: a second free must not close it */
+	mem_pressure_init(&e->pressure);
 }
 
 /* Policies point into the config: a new config means looking them up again.
@@ -328,8 +364,10 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	t1 = e->now();
 	ps->scan_s = t1 - t0;
 	if (r == 0 && !o->dry_run) {
-		if (now < e->backoff_until)
-			ps->backing_off = true;
+		/* Asked only when there is something to collapse: a pass with
+		 * no candidate reads nothing more. */
+		if (e->ncands && pressure_pauses(e, now))
+			ps->pressure_paused = true;
 		else
 			r = collapse_in_order(e, o, ps, now, t0);
 		ps->collapse_s = e->now() - t1;
@@ -338,10 +376,13 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	e->pending = 0;
 	e->partial_scans = 0;
 	for (size_t i = 0; i < e->nst; i++) {
-		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
+		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid)) {
 			e->pending += e->st[i].nblocks;
+			ps->procs_backing_off += e->st[i].nblocks && now < e->st[i].backoff_until;
+		}
 		e->partial_scans += e->st[i].scan_cursor != 0;
 	}
+	ps->backing_off = ps->procs_backing_off > 0;
 	refresh_doorbell(e, now);
 	/* The rings are drained at the start of the next pass: faults during
 	 * this one are not lost (a refresh keeps what the old rings held),

@@ -29,6 +29,7 @@
 #include "fault_doorbell.h"
 #include "histogram.h"
 #include "mapped_memory.h"
+#include "mem_pressure.h"
 #include "plan.h"
 #include "proc_table.h"
 #include "procs.h"
@@ -52,11 +53,13 @@ struct pass_stats {
 	bool full_sample;              /* every process sampled (libproc2): first pass,
 					* lost fault records, memory mapped without faults */
 	uint64_t smaps_reads, pagemap_ops;
-	uint64_t stale_dropped; /* remembered blocks a rescan no longer found
-				 * candidates (cold, freed, unmapped...) */
-	bool backing_off;       /* no collapse this pass: after ENOMEM */
-	bool idle;              /* skipped: no fault anywhere, nothing pending */
-	bool missing_privilege; /* EPERM/EACCES from the kernel */
+	uint64_t stale_dropped;     /* remembered blocks a rescan no longer found
+				     * candidates (cold, freed, unmapped...) */
+	bool backing_off;           /* some process's blocks wait: after its ENOMEM */
+	unsigned procs_backing_off; /* processes whose blocks wait after ENOMEM (proc_state.backoff_until) */
+	bool pressure_paused;       /* no collapse this pass: host memory pressure (mem_pressure.h) */
+	bool idle;                  /* skipped: no fault anywhere, nothing pending */
+	bool missing_privilege;     /* EPERM/EACCES from the kernel */
 };
 
 struct pass_options {
@@ -101,7 +104,6 @@ struct engine {
 	struct proc_table sample;
 	double sample_time;   /* monotonic seconds of the last sample */
 	struct budget budget; /* token buckets: global and per policy */
-	double backoff_until;
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;
@@ -167,7 +169,10 @@ struct engine {
 	alloc_failed_fn alloc_failed;
 	void *alloc_failed_ctx;
 	struct vmstat_reader vmstat;
-	struct memcg_gate *memcg;    /* memcg_gate.h: room per cgroup, per pass */
+	struct memcg_gate *memcg;     /* memcg_gate.h: room per cgroup, per pass */
+	struct mem_pressure pressure; /* host memory pressure: collapsing waits while it lasts */
+	/* The check (mem_pressure_check() by default); injectable. */
+	enum mem_pressure_sign (*pressure_check)(struct engine *e, double now);
 	struct histogram block_hist; /* seconds per block: each call's time over its blocks */
 	struct histogram pass_hist;  /* seconds per pass */
 	double (*now)(void);         /* monotonic seconds; injectable */

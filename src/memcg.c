@@ -14,7 +14,6 @@
 #define MEMCG_CHARGE_BATCH_BYTES (64u * 4096u) /* mm/memcontrol.c: MEMCG_CHARGE_BATCH pages */
 #define SMALL_FILE               4096
 #define STAT_FILE                16384 /* memory.stat: ~60 lines on v1, ~70 on v2 */
-#define MOUNTINFO_FILE           (1u << 20)
 
 /* "536870912\n" or "max\n" */
 int parse_memcg_value_buf(const char *buf, size_t len, uint64_t *out)
@@ -182,13 +181,14 @@ bool cgroup_controllers_have(const char *buf, size_t len, const char *name)
 
 int memcg_roots_find(const char *mountinfo_path, struct memcg_roots *out)
 {
-	char *buf = calloc(1, MOUNTINFO_FILE), ctl[SMALL_FILE] = {0};
+	char *buf, ctl[SMALL_FILE] = {0};
 	ssize_t n;
 	int r;
 
-	if (!buf)
-		return -ENOMEM;
-	n = read_file("/", mountinfo_path, buf, MOUNTINFO_FILE);
+	/* Whole, however long (issue 16: a 1 MiB buffer failed on 5,000
+	 * overlay mounts and turned the gate off); past the bound, an error
+	 * the caller fails closed on. */
+	n = read_file_alloc(mountinfo_path, MOUNTINFO_MAX_BYTES, &buf);
 	r = n < 0 ? (int)n : parse_mountinfo_memcg_buf(buf, (size_t)n, out);
 	free(buf);
 	if (r < 0)

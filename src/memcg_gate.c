@@ -17,6 +17,7 @@
 #define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */
 #define UNKNOWN     (-2)  /* not looked up yet in this pass */
 #define MOUNTINFO   "/proc/self/mountinfo"
+#define RETRY_S     10.0 /* while the mounts are unknown: how often to read mountinfo again */
 
 struct cg_room {
 	char *path;
@@ -28,6 +29,12 @@ struct cg_room {
 struct memcg_gate {
 	struct memcg_roots roots;
 	bool have_roots;
+	/* The mounts could not be found (mountinfo unreadable, malformed or
+	 * past MOUNTINFO_MAX_BYTES): every block is held back, never let
+	 * through as "no memory controller" (issue 16, defect 6). */
+	int roots_err;
+	double roots_tried;    /* e->now of the last attempt */
+	const char *mountinfo; /* MOUNTINFO; tests set another */
 	unsigned ncpus;
 	uint64_t pass; /* e->passes the cache below belongs to */
 	struct cg_room *cg;
@@ -64,6 +71,7 @@ int memcg_gate_set_roots(struct engine *e, const struct memcg_roots *roots)
 		return -ENOMEM;
 	g->roots = *roots;
 	g->have_roots = true;
+	g->roots_err = 0;
 	g->pass = UINT64_MAX;
 	return 0;
 }
@@ -173,18 +181,50 @@ static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *p
 	}
 }
 
+int memcg_gate_set_mountinfo(struct engine *e, const char *path)
+{
+	struct memcg_gate *g = gate_get(e);
+
+	if (!g)
+		return -ENOMEM;
+	g->mountinfo = path;
+	g->have_roots = false;
+	g->roots_err = 0;
+	return 0;
+}
+
+int memcg_gate_error(const struct engine *e)
+{
+	return e->memcg ? e->memcg->roots_err : 0;
+}
+
+/* The mounts, at the first pass and again every RETRY_S while unknown. */
+static void find_roots(struct engine *e, struct memcg_gate *g)
+{
+	const char *path = g->mountinfo ? g->mountinfo : MOUNTINFO;
+	double now = e->now ? e->now() : 0;
+	int r;
+
+	if (g->have_roots && (!g->roots_err || now - g->roots_tried < RETRY_S))
+		return;
+	g->roots_tried = now;
+	r = memcg_roots_find(path, &g->roots);
+	if (r < 0) {
+		if (!g->roots_err)
+			log_err("cannot find the memory cgroup mounts in %s (%s): holding back every collapse until "
+				"it can be read",
+				path, strerror(-r));
+		g->roots.mode = MEMCG_NONE;
+	} else if (g->roots_err) {
+		log_info("memory cgroup mounts found in %s again: collapsing resumes", path);
+	}
+	g->roots_err = r < 0 ? r : 0;
+	g->have_roots = true;
+}
+
 static int gate_prepare(struct engine *e, struct memcg_gate *g)
 {
-	if (!g->have_roots) {
-		int r = memcg_roots_find(MOUNTINFO, &g->roots);
-
-		if (r < 0) {
-			log_warn("cannot find the memory cgroup mount in %s (%s): memory limits not checked", MOUNTINFO,
-				 strerror(-r));
-			g->roots.mode = MEMCG_NONE;
-		}
-		g->have_roots = true;
-	}
+	find_roots(e, g);
 	if (g->pass != e->passes) {
 		cache_clear(g);
 		g->pass = e->passes;
@@ -212,9 +252,11 @@ int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps)
 	r = gate_prepare(e, g);
 	if (r < 0)
 		return r;
-	if (g->roots.mode == MEMCG_NONE)
+	if (g->roots.mode == MEMCG_NONE && !g->roots_err)
 		return 0;
-	for (size_t i = 0; i < e->ncands; i++) {
+	for (size_t i = 0; i < e->ncands && g->roots_err; i++)
+		g->held[e->cands[i].proc]++; /* fail closed */
+	for (size_t i = 0; i < e->ncands && !g->roots_err; i++) {
 		struct candidate c = e->cands[i];
 		const struct policy *pol = e->st[c.proc].policy;
 		int32_t k;

@@ -29,6 +29,18 @@ struct pass_stats;
  * Returns how many blocks were held back, or -ENOMEM. */
 int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps);
 
+/* The memory cgroup mounts come from /proc/self/mountinfo, read whole
+ * (however long, up to MOUNTINFO_MAX_BYTES). If they cannot be found (the
+ * file unreadable, malformed or past that bound), every block is held back
+ * (fail closed, with one error in the log, SCAN_MEMCG_LIMIT results and
+ * hugecollapsed_memcg_gate_failed 1), and the file is read again every
+ * 10 s until it works. */
+
+/* Reads path instead of /proc/self/mountinfo (tests), at the next pass. */
+int memcg_gate_set_mountinfo(struct engine *e, const char *path);
+/* 0, or the -errno that keeps the mounts unknown (everything held back). */
+int memcg_gate_error(const struct engine *e);
+
 /* Uses roots instead of the ones /proc/self/mountinfo names (tests). */
 int memcg_gate_set_roots(struct engine *e, const struct memcg_roots *roots);
 

@@ -14,6 +14,7 @@
 #include "collapse.h"
 #include "coverage_metrics.h"
 #include "histogram.h"
+#include "memcg_gate.h"
 #include "scan_result.h"
 #include "utf8.h"
 
@@ -169,8 +170,23 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	header(f, "hugecollapsed_khugepaged_mode", "gauge", "The khugepaged mode in force (1 for the current one).");
 	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 		fprintf(f, "hugecollapsed_khugepaged_mode{mode=\"%s\"} %d\n", khugepaged_mode_name(m), m == (int)mode);
-	scalar_u64(f, "hugecollapsed_backing_off", "gauge", "1 while collapsing is paused after ENOMEM.",
+	scalar_u64(f, "hugecollapsed_backing_off", "gauge",
+		   "1 while some process's ranges wait after it got no huge page (ENOMEM); the others go on.",
 		   e->last.backing_off);
+	scalar_u64(f, "hugecollapsed_processes_backing_off", "gauge",
+		   "Processes whose ranges wait after ENOMEM (each backs off alone, bounded).",
+		   e->last.procs_backing_off);
+	scalar_u64(f, "hugecollapsed_memcg_gate_failed", "gauge",
+		   "1 while the memory cgroup mounts cannot be read: every collapse is held back (fail closed).",
+		   memcg_gate_error(e) != 0);
+	scalar_u64(f, "hugecollapsed_memory_pressure_paused", "gauge",
+		   "1 while collapsing waits for host memory pressure to pass (PSI memory or the zone watermarks).",
+		   e->pressure.paused);
+	scalar_u64(f, "hugecollapsed_memory_pressure_pauses_total", "counter",
+		   "Times collapsing paused for host memory pressure.", e->pressure.pauses);
+	header(f, "hugecollapsed_memory_pressure_check_seconds_total", "counter",
+	       "Time spent reading /proc/pressure/memory and /proc/zoneinfo.");
+	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure.read_s);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);

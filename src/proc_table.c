@@ -250,11 +250,16 @@ static int list_and_sweep(struct engine *e)
 	return 0;
 }
 
-/* Fresh PIDs whose stat showed no memory (kernel threads, zombies) are not
- * read again until the listing drops them. */
+/* Fresh PIDs whose stat showed no memory (kernel threads) are not read
+ * again until the listing drops them. Zombies are: their PID is freed when
+ * the parent reaps them and may be reused before the next listing (5 s),
+ * which would keep a new process out of sight until a full sample (issue
+ * 16); a zombie costs one stat read per listing. */
 static int remember_nomm(struct engine *e)
 {
 	size_t k = pids_diff(e->fresh, e->nfresh, e->nomm, e->nnomm, e->fresh), w = 0;
+
+	k = pids_diff(e->fresh, k, e->sample.zombies, e->sample.nzombies, e->fresh);
 
 	for (size_t i = 0; i < k; i++)
 		if (!proc_table_find(&e->sample, e->fresh[i]))

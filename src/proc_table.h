@@ -59,9 +59,16 @@ struct proc_state {
 	 * process with none is not read again for faults alone). */
 	uint64_t open_blocks;
 	unsigned scan_policy_gen;
-	uint64_t refused_kb;               /* Rss of whole blocks the THP policy refused, last scan */
-	uint32_t unread_samples;           /* doorbell samples naming it since its last stat read */
-	bool denied;                       /* no ptrace access to this process: skipped */
+	uint64_t refused_kb;     /* Rss of whole blocks the THP policy refused, last scan */
+	uint32_t unread_samples; /* doorbell samples naming it since its last stat read */
+	bool denied;             /* no ptrace access to this process: skipped */
+	/* No huge page for this process (ENOMEM, the allocation failure count
+	 * moved): its blocks wait until backoff_until, alloc_backoff_ms doubled
+	 * per ENOMEM in a row up to ENOMEM_BACKOFF_MAX_SHIFT (dispatch.c); the
+	 * others go on. The kernel allocates on the nodes of the block's pages,
+	 * so one process bound to a full node must not stop the rest. */
+	double backoff_until;
+	uint8_t enomem_streak;
 	double last_clear;                 /* access_sampling: when clear_refs was last written */
 	uint64_t results[SCAN_NR_RESULTS]; /* of the last scan */
 	struct thp_usage usage;            /* anon/shmem and PMD-mapped, last scan */

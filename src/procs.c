@@ -108,8 +108,11 @@ int procs_sample(struct procs *p, struct proc_table *out)
 void proc_table_free(struct proc_table *t)
 {
 	free(t->p);
+	free(t->zombies);
 	t->p = NULL;
+	t->zombies = NULL;
 	t->n = t->cap = 0;
+	t->nzombies = t->capzombies = 0;
 }
 
 int pid_cmp(const void *a, const void *b)
@@ -165,6 +168,7 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
 int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out)
 {
 	out->n = 0;
+	out->nzombies = 0;
 	if (n && table_reserve(out, n) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -174,7 +178,14 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 
 		snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
 		len = read_small_file_at(rootfd, name, buf, sizeof(buf));
-		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i] || ps.vsize == 0)
+		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i])
+			continue;
+		if (ps.vsize == 0 && (ps.state == 'Z' || ps.state == 'X')) {
+			if (GROW(out->zombies, out->capzombies, out->nzombies + 1) < 0)
+				return -ENOMEM;
+			out->zombies[out->nzombies++] = ps.pid; /* pids[] is sorted */
+		}
+		if (ps.vsize == 0)
 			continue;
 		out->p[out->n++] = ps;
 	}
@@ -294,6 +305,7 @@ int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out)
 		case F_STATE:
 			if (tlen != 1)
 				return -EINVAL;
+			s.state = *tok;
 			continue;
 		case F_MINFLT:
 		case F_MAJFLT:
@@ -420,6 +432,45 @@ int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen)
 	return 0;
 }
 
+const char *cgroup_hier_name(enum cgroup_hier h)
+{
+	switch (h) {
+	case CGROUP_HIER_V2:
+		return "cgroup v2";
+	case CGROUP_HIER_V1_MEMORY:
+		return "the cgroup v1 memory hierarchy";
+	case CGROUP_HIER_V1_SYSTEMD:
+		return "the cgroup v1 name=systemd hierarchy";
+	default:
+		return "no cgroup hierarchy";
+	}
+}
+
+int parse_cgroup_policy_buf(const char *buf, size_t len, char *path, size_t pathlen, enum cgroup_hier *hier)
+{
+	static const char *const v1[] = {"memory", "name=systemd"};
+	int r = parse_cgroup_buf(buf, len, path, pathlen);
+
+	*hier = CGROUP_HIER_V2;
+	if (r != -ENOENT)
+		return r;
+	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
+		r = parse_cgroup_v1_buf(buf, len, v1[i], path, pathlen);
+		if (r == -ENOENT)
+			continue;
+		*hier = i ? CGROUP_HIER_V1_SYSTEMD : CGROUP_HIER_V1_MEMORY;
+		/* Cut the same way as v2 paths: a cut one names someone else. */
+		if (r == 0 && strlen(path) >= CGROUP_PATH_CUT)
+			r = -ENAMETOOLONG;
+		return r;
+	}
+	*hier = CGROUP_HIER_NONE;
+	if (pathlen < 2)
+		return -ENAMETOOLONG;
+	memcpy(path, "/", 2);
+	return 0;
+}
+
 int parse_status_thp_enabled(const char *buf, size_t len)
 {
 	size_t vlen;
@@ -476,6 +527,55 @@ ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsiz
 	return (ssize_t)len;
 }
 
+ssize_t read_file_alloc(const char *path, size_t max, char **buf)
+{
+	size_t cap = 65536, len = 0;
+	char *b = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	*buf = NULL;
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len + 1 >= cap || !b) {
+			char *nb;
+
+			if (b && cap > max) {
+				err = -EFBIG;
+				break;
+			}
+			if (b)
+				cap *= 2;
+			nb = realloc(b, cap);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			b = nb;
+		}
+		ssize_t r = read(fd, b + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!err && len > max)
+		err = -EFBIG;
+	if (err) {
+		free(b);
+		return err;
+	}
+	b[len] = '\0';
+	*buf = b;
+	return (ssize_t)len;
+}
+
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out)
 {
 	char buf[2048]; /* 52 numbers and a 64-byte comm fit easily */
@@ -492,15 +592,10 @@ int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen)
 	if (!buf)
 		return -ENOMEM;
 	ssize_t n = read_small_file_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
-	int rc = n < 0 ? (int)n : parse_cgroup_buf(buf, (size_t)n, path, pathlen);
+	enum cgroup_hier h;
+	int rc = n < 0 ? (int)n : parse_cgroup_policy_buf(buf, (size_t)n, path, pathlen, &h);
+
 	free(buf);
-	if (n >= 0 && rc == -ENOENT && pathlen >= 2) {
-		/* No "0::" line at all: cgroup v2 is not mounted anywhere on this
-		 * host (the kernel hides the line until it is), so every process
-		 * is in the root as far as policies go. */
-		memcpy(path, "/", 2);
-		rc = 0;
-	}
 	return rc;
 }
 

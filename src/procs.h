@@ -17,12 +17,17 @@ struct proc_sample {
 	uint64_t rss_pages;
 	uint64_t vsize;   /* bytes */
 	uint64_t exec_id; /* changes on execve (parse_stat_buf only; 0 from libproc2) */
+	char state;       /* 'R', 'S', 'Z', … (parse_stat_buf only) */
 	char comm[64];
 };
 
 struct proc_table {
 	struct proc_sample *p; /* sorted by pid */
 	size_t n, cap;
+	/* procs_sample_pids_at(): the PIDs read that were zombies (no mm, but
+	 * their PID is freed as soon as the parent reaps them), sorted. */
+	pid_t *zombies;
+	size_t nzombies, capzombies;
 };
 
 struct procs;
@@ -68,6 +73,22 @@ int parse_cgroup_buf(const char *buf, size_t len, char *path, size_t pathlen);
  * controller ("4:memory:/a/b"). 0, -ENOENT (no such line), -ENAMETOOLONG or
  * -EINVAL. */
 int parse_cgroup_v1_buf(const char *buf, size_t len, const char *controller, char *path, size_t pathlen);
+/* Which hierarchy names a process's cgroup for the per-cgroup rules. */
+enum cgroup_hier {
+	CGROUP_HIER_V2,         /* the "0::" line (unified or hybrid hosts) */
+	CGROUP_HIER_V1_MEMORY,  /* cgroup v1 only: the memory controller's hierarchy */
+	CGROUP_HIER_V1_SYSTEMD, /* … without one: systemd's name=systemd hierarchy */
+	CGROUP_HIER_NONE,       /* neither: every process is in "/" for the rules */
+};
+const char *cgroup_hier_name(enum cgroup_hier h); /* "cgroup v2", "cgroup v1 memory", … */
+/* /proc/PID/cgroup: the path the per-cgroup rules match, from the first of
+ * the "0::" line, the v1 "memory" line, the v1 "name=systemd" line (issue
+ * 16, defect 8: on v1-only hosts there is no "0::" line and every rule was
+ * ignored); "/" with CGROUP_HIER_NONE if none is there. Every process of a
+ * host has the same hierarchies, so they all get the same one. 0,
+ * -ENAMETOOLONG (too long, or maybe cut by the kernel) or -EINVAL. */
+int parse_cgroup_policy_buf(const char *buf, size_t len, char *path, size_t pathlen, enum cgroup_hier *hier);
+
 /* /proc/PID/status: 1 if THP_enabled: 1 (or the line is absent), 0 if the
  * process disabled THP with prctl(PR_SET_THP_DISABLE). */
 int parse_status_thp_enabled(const char *buf, size_t len);
@@ -78,14 +99,21 @@ int pid_cmp(const void *a, const void *b);
 /* Readers relative to an open /proc/PID directory (so a recycled PID is
  * never read by mistake). Return 0 or -errno. */
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out);
-/* The cgroup v2 path, "/" on a host without cgroup v2; any other failure
- * (-ENAMETOOLONG, -EINVAL, -EFBIG, I/O) means the cgroup is unknown. */
+/* The path the per-cgroup rules match (parse_cgroup_policy_buf()); any
+ * failure (-ENAMETOOLONG, -EINVAL, -EFBIG, I/O) means the cgroup is unknown. */
 int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen);
 int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
 
 /* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
  * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
 ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
+/* Reads the whole file at path into *buf (malloc'ed, NUL-terminated, the
+ * caller frees it), growing as it goes: mountinfo on a dense node holds
+ * tens of thousands of mounts. Returns the length, -EFBIG past max bytes
+ * (*buf NULL), or -errno. */
+ssize_t read_file_alloc(const char *path, size_t max, char **buf);
+/* The bound safety checks read mountinfo with: beyond it they fail closed. */
+#define MOUNTINFO_MAX_BYTES (256u << 20)
 
 /* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */
 const char *proc_root(void);

@@ -1,6 +1,7 @@
 /* Text and JSON output of a pass. */
 #include "report.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "log.h"
 #include "report_table.h"
 #include "scan_result.h"
+#include "text_escape.h"
 #include "utf8.h"
 #include "units.h"
 
@@ -55,11 +57,13 @@ static bool shown(const struct proc_state *s)
 static void text_process(FILE *f, const struct engine_view *v, size_t idx)
 {
 	const struct proc_state *s = &v->procs[idx];
-	const char *comm = s->prev.comm;
+	char comm[TEXT_ESCAPE_SIZE(sizeof(s->prev.comm))], cg[TEXT_ESCAPE_SIZE(PATH_MAX)];
 	bool first = true;
 	size_t rank = 0;
 
-	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm, s->cgroup ? s->cgroup : "?",
+	text_escape(s->prev.comm, comm, sizeof(comm));
+	fprintf(f, "PID %d (%s) cgroup %s%s\n", (int)s->pid, comm,
+		text_escape(s->cgroup ? s->cgroup : "?", cg, sizeof(cg)),
 		s->cgroup_unknown                 ? " [cgroup unknown: not collapsed]"
 		: s->policy && !s->policy->enable ? " [disabled by policy]"
 						  : "");
@@ -104,7 +108,9 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 	else
 		fprintf(f, "collapsed %.1f MiB in %llu blocks%s\n", ps->collapsed_bytes / MIB,
 			(unsigned long long)ps->outcomes[COLLAPSE_OK],
-			ps->backing_off ? " (backing off after ENOMEM)" : "");
+			ps->pressure_paused ? " (paused: host memory pressure)"
+			: ps->backing_off   ? " (some processes back off after ENOMEM)"
+					    : "");
 	fprintf(f,
 		"scan %.1f ms (%u processes, %u scanned, %u unchanged, %u disabled, %u cgroup unknown), collapse %.1f "
 		"ms\n",
@@ -187,7 +193,8 @@ void report_json(FILE *f, const struct engine *e, const struct pass_options *o, 
 
 	fprintf(f, "{\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,\"scan_seconds\":%.6f,", HC_VERSION,
 		o->dry_run ? "true" : "false", (unsigned long long)ps->collapsed_bytes, ps->scan_s);
-	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,", ps->collapse_s, ps->backing_off ? "true" : "false");
+	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,\"pressure_paused\":%s,", ps->collapse_s,
+		ps->backing_off ? "true" : "false", ps->pressure_paused ? "true" : "false");
 	fprintf(f, "\"processes_total\":%u,\"processes_scanned\":%u,\"processes_unchanged\":%u,", ps->procs_total,
 		ps->procs_scanned, ps->procs_unchanged);
 	fprintf(f,

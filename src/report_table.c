@@ -1,6 +1,7 @@
 /* The dry-run table and address ranges. */
 #include "report_table.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "coverage.h"
 #include "scan_result.h"
+#include "text_escape.h"
 #include "units.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -116,7 +118,10 @@ static void print_ranges(FILE *f, const struct engine_view *v, size_t idx, size_
 		return;
 	}
 	nr = merge_block_ranges(a, n, r);
-	fprintf(f, "  %d (%s): %zu range%s\n", (int)v->procs[idx].pid, v->procs[idx].prev.comm, nr, nr == 1 ? "" : "s");
+	char comm[TEXT_ESCAPE_SIZE(sizeof(v->procs[idx].prev.comm))];
+
+	fprintf(f, "  %d (%s): %zu range%s\n", (int)v->procs[idx].pid,
+		text_escape(v->procs[idx].prev.comm, comm, sizeof(comm)), nr, nr == 1 ? "" : "s");
 	for (size_t i = 0; i < nr && i < max_ranges; i++)
 		fprintf(f, "    0x%012llx-0x%012llx %7.1f MiB\n", (unsigned long long)r[i].start,
 			(unsigned long long)r[i].end, (double)(r[i].end - r[i].start) / MIB);
@@ -165,10 +170,15 @@ void report_table(FILE *f, const struct engine_view *v, size_t max_ranges)
 		const struct proc_state *s = &v->procs[rows[i].idx];
 		uint64_t cand = rows[i].ncand * HPAGE_SIZE;
 
-		fprintf(f, "%-8d %-16.16s %9.1f %9.1f %9.1f %6.1f%% %6.1f%%  %s\n", (int)s->pid, s->prev.comm,
+		char comm[TEXT_ESCAPE_SIZE(sizeof(s->prev.comm))], cg[TEXT_ESCAPE_SIZE(PATH_MAX)];
+
+		/* Escaped whole: a width cut would split an escape. */
+		text_escape(s->prev.comm, comm, sizeof(comm));
+		text_escape(s->cgroup ? s->cgroup : "?", cg, sizeof(cg));
+		fprintf(f, "%-8d %-16s %9.1f %9.1f %9.1f %6.1f%% %6.1f%%  %s\n", (int)s->pid, comm,
 			(double)s->prev.rss_pages * (double)page / MIB,
 			(double)(s->usage.anon_huge + s->usage.shmem_huge) / MIB, (double)cand / MIB,
-			pct_after(&s->usage, 0), pct_after(&s->usage, cand), s->cgroup ? s->cgroup : "?");
+			pct_after(&s->usage, 0), pct_after(&s->usage, cand), cg);
 	}
 	fprintf(f, "%zu of %zu processes looked at have candidates", nrows, count_looked_at(v));
 	if (disabled)

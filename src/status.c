@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "report.h"
+#include "text_escape.h"
 #include "units.h"
 
 #define STATUS_MAX_FILE (16u << 20) /* far above what 1000 cgroups take */
@@ -292,9 +294,11 @@ void status_print_tables(FILE *out, const struct status *st)
 
 		if (g->target >= 0)
 			snprintf(target, sizeof(target), "%.0f%%", pct(g->target));
+		char cg[TEXT_ESCAPE_SIZE(sizeof(g->cgroup))];
+
 		fprintf(out, "%8.1f%% %7s %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB  %-15.15s %s\n", pct(g->coverage),
 			target, (g->anon + g->shmem) / MIB, g->collapsed / MIB, g->pending / MIB, g->skipped / MIB,
-			top_skip(g), g->cgroup);
+			top_skip(g), text_escape(g->cgroup, cg, sizeof(cg)));
 	}
 	if (!st->ncg)
 		fprintf(out, "  (no coverage series: a daemon older than this binary?)\n");
@@ -305,8 +309,11 @@ void status_print_tables(FILE *out, const struct status *st)
 
 		if (!p->rank)
 			continue;
-		fprintf(out, "%-8d %-16.16s %7.1f MiB %8.1f%%  %s\n", p->pid, p->comm, p->pending / MIB,
-			pct(p->coverage), p->cgroup);
+		char comm[TEXT_ESCAPE_SIZE(sizeof(p->comm))], cg[TEXT_ESCAPE_SIZE(sizeof(p->cgroup))];
+
+		text_escape(p->comm, comm, sizeof(comm));
+		fprintf(out, "%-8d %-16s %7.1f MiB %8.1f%%  %s\n", p->pid, comm, p->pending / MIB, pct(p->coverage),
+			text_escape(p->cgroup, cg, sizeof(cg)));
 	}
 	if (!st->nproc)
 		fprintf(out, "  (none: nothing is waiting for the budget)\n");

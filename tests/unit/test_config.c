@@ -140,6 +140,9 @@ static void assert_default_daemon(const struct config *c)
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
 	assert_int_equal(c->full_rescan_s, 300);
 	assert_int_equal(c->alloc_backoff_ms, 60000);
+	assert_int_equal(c->pressure_some_pct, 10);
+	assert_int_equal(c->pressure_full_pct, 2);
+	assert_int_equal(c->pressure_free_margin_mb, 64);
 	assert_int_equal(c->coverage_top_cgroups, 10);
 }
 
@@ -219,6 +222,9 @@ static void test_every_key_parsed(void **state)
 	assert_int_equal(c.full_rescan_s, 86400);
 	assert_int_equal(c.alloc_backoff_ms, 3600000);
 	assert_int_equal(c.coverage_top_cgroups, 1000);
+	assert_int_equal(c.pressure_some_pct, 0);
+	assert_int_equal(c.pressure_full_pct, 100);
+	assert_int_equal(c.pressure_free_margin_mb, 65536);
 
 	d = &c.defaults;
 	assert_false(d->enable);

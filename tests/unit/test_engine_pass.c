@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "dispatch.h"
 #include "engine.h"
 
 #define PAGE     4096u
@@ -196,7 +197,10 @@ static struct fake {
 	unsigned attempts[MAX_ADDR];
 	size_t n;
 	unsigned calls;
-	int default_err; /* for addresses not scripted */
+	int default_err;  /* for addresses not scripted */
+	pid_t enomem_pid; /* every block of this process answers ENOMEM (0: none) */
+	unsigned pid_attempts[2];
+	pid_t counted_pid[2]; /* attempts per process, by the pidfd's PID */
 	/* The injected thp_collapse_alloc_failed: each ENOMEM answer moves it
 	 * when enomem_is_alloc_failure (no huge page), not otherwise (the
 	 * range was unmapped). */
@@ -217,6 +221,18 @@ static int fake_alloc_failed(void *ctx, uint64_t *count)
 }
 
 static double fake_time;
+
+/* The injected host memory pressure (the real one is another test's). */
+static enum mem_pressure_sign fake_sign;
+static unsigned pressure_checks;
+
+static enum mem_pressure_sign fake_pressure(struct engine *e, double now)
+{
+	(void)e;
+	(void)now;
+	pressure_checks++;
+	return fake_sign;
+}
 
 static double fake_clock(void)
 {
@@ -261,6 +277,24 @@ static unsigned attempts(uint64_t addr)
 	return fk.attempts[slot(addr)];
 }
 
+/* The PID behind a pidfd: its fdinfo's "Pid:" line. */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], line[256];
+	FILE *f;
+	int pid = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	assert_true(pid > 0);
+	return (pid_t)pid;
+}
+
 /* Like vector_madvise(): in order, stop at the first failure, return the
  * bytes done if any, else -1 with that failure's errno. A block counts as
  * attempted when the caller learns its outcome: a failure after completed
@@ -269,10 +303,20 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 {
 	size_t done = 0;
 
-	(void)pidfd;
+	pid_t pid = pidfd_pid(pidfd);
+
 	assert_int_equal(advice, MADV_COLLAPSE);
 	assert_int_equal(flags, 0);
 	fk.calls++;
+	for (int k = 0; k < 2; k++)
+		if (fk.counted_pid[k] == pid)
+			fk.pid_attempts[k]++;
+	if (fk.enomem_pid == pid) {
+		/* No huge page on this process's nodes: the count moves. */
+		fk.alloc_failed++;
+		errno = ENOMEM;
+		return -1;
+	}
 	for (size_t i = 0; i < vlen; i++) {
 		size_t s = slot((uint64_t)(uintptr_t)iov[i].iov_base);
 
@@ -371,6 +415,9 @@ static int setup(void **state)
 	f->e.alloc_failed = fake_alloc_failed;
 	f->e.alloc_failed_ctx = &fk;
 	f->e.now = fake_clock;
+	fake_sign = MEM_PRESSURE_NONE;
+	pressure_checks = 0;
+	f->e.pressure_check = fake_pressure;
 	child_start(&f->ch);
 	f->o = (struct pass_options){.pids = &f->ch.pid, .npids = 1};
 	return 0;
@@ -422,9 +469,10 @@ static void test_enomem_backs_off(void **state)
 	fk.default_err = ENOMEM;
 	fk.enomem_is_alloc_failure = true;
 	first_pass(f);
-	assert_false(f->ps.backing_off); /* not yet: this pass learned it */
+	assert_true(f->ps.backing_off); /* this process, from now on */
+	assert_int_equal(f->ps.procs_backing_off, 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
-	assert_int_equal(fk.calls, 1); /* ENOMEM stops the pass */
+	assert_int_equal(fk.calls, 1); /* ENOMEM stops this process's blocks */
 	assert_int_equal(attempts(block(f, 0)) + attempts(block(f, 1)) + attempts(block(f, 2)) + attempts(block(f, 3)),
 			 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], NBLOCKS - 1);
@@ -447,6 +495,99 @@ static void test_enomem_backs_off(void **state)
 	assert_true(fk.calls > calls);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
 	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+}
+
+/* Issue 16, defect 3: process A never gets a huge page (bound to a full
+ * node), process B would. B is collapsed, from the pass after A's first
+ * ENOMEM on, although A's blocks are older and past max_wait_s (they would
+ * lead every pass); A is tried again after a back-off that doubles per
+ * ENOMEM in a row, up to 2^ENOMEM_BACKOFF_MAX_SHIFT times alloc_backoff_ms,
+ * and then keeps being tried at that bound. */
+static void test_enomem_one_process_not_everyone(void **state)
+{
+	struct fixture *f = *state;
+	struct child b;
+	pid_t pids[2];
+	double t = 0, bound = BACKOFF / 1000.0 * (1u << ENOMEM_BACKOFF_MAX_SHIFT);
+	unsigned a_tries;
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	f->cfg.defaults.max_wait_s = 1;
+	fk.enomem_pid = f->ch.pid;
+	fk.counted_pid[0] = f->ch.pid;
+	first_pass(f);
+	assert_int_equal(fk.pid_attempts[0], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+
+	child_start(&b);
+	fk.counted_pid[1] = b.pid;
+	pids[0] = f->ch.pid;
+	pids[1] = b.pid;
+	f->o.pids = pids;
+	f->o.npids = 2;
+	/* A backs off for BACKOFF: meanwhile B gets one block per pass. */
+	for (unsigned i = 1; i <= NBLOCKS; i++) {
+		pass_at(f, i);
+		assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+		assert_int_equal(fk.pid_attempts[1], i);
+		assert_int_equal(fk.pid_attempts[0], 1);
+		assert_int_equal(f->ps.procs_backing_off, 1);
+	}
+	/* B is done (the fake collapsed nothing, but B's memos are dropped). */
+	pass_at(f, BACKOFF / 1000.0 - 0.1);
+	assert_int_equal(fk.pid_attempts[0], 1);
+
+	/* Then A again, with a back-off that doubles, up to the bound. */
+	a_tries = 1;
+	t = BACKOFF / 1000.0 + 0.1;
+	for (unsigned streak = 2; streak <= ENOMEM_BACKOFF_MAX_SHIFT + 3; streak++) {
+		double wait = enomem_backoff_s(BACKOFF, streak);
+
+		pass_at(f, t);
+		assert_int_equal(fk.pid_attempts[0], ++a_tries);
+		assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], 1);
+		assert_true(wait <= bound);
+		pass_at(f, t + wait - 0.1); /* not yet */
+		assert_int_equal(fk.pid_attempts[0], a_tries);
+		t += wait + 1.0; /* a second after the last pass: a block's budget */
+	}
+	assert_true(enomem_backoff_s(BACKOFF, 200) == bound);
+	child_stop(&b);
+}
+
+/* Issue 16, host memory pressure: while it lasts nothing is submitted
+ * (the candidates stay), the pause is counted once, and collapsing
+ * resumes when it passes. A pass with nothing to collapse does not ask. */
+static void test_memory_pressure_pauses(void **state)
+{
+	struct fixture *f = *state;
+
+	fake_sign = MEM_PRESSURE_PSI_SOME;
+	first_pass(f);
+	assert_true(f->ps.pressure_paused);
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->e.pending, NBLOCKS);
+	assert_true(f->e.pressure.paused);
+	assert_int_equal(f->e.pressure.pauses, 1);
+	fake_sign = MEM_PRESSURE_WATERMARK;
+	pass_at(f, 1);
+	assert_true(f->ps.pressure_paused);
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->e.pressure.pauses, 1); /* the same pause */
+
+	fake_sign = MEM_PRESSURE_NONE;
+	pass_at(f, 2);
+	assert_false(f->ps.pressure_paused);
+	assert_false(f->e.pressure.paused);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
+	assert_true(f->e.pressure.paused_s == 2.0);
+
+	/* Nothing left to collapse: not even asked. */
+	unsigned checks = pressure_checks;
+	fake_sign = MEM_PRESSURE_PSI_FULL;
+	pass_at(f, 3);
+	assert_int_equal(pressure_checks, checks);
+	assert_false(f->ps.pressure_paused);
 }
 
 /* ENOMEM for blocks the process unmapped since the scan (the allocation
@@ -472,7 +613,7 @@ static void test_enomem_unmapped_no_backoff(void **state)
 	/* The next pass is not backing off. */
 	pass_at(f, 1);
 	assert_false(f->ps.backing_off);
-	assert_true(f->e.backoff_until == 0);
+	assert_int_equal(f->ps.procs_backing_off, 0);
 
 	/* The same answers, now with the count moving: a real shortage. */
 	fk.enomem_is_alloc_failure = true;
@@ -919,6 +1060,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_enomem_one_process_not_everyone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_pressure_pauses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_inside_one_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_1, setup, teardown),

@@ -169,6 +169,54 @@ static void test_roots_find_v2(void **state)
 	assert_int_equal(memcg_roots_find(path, &r), -ENOENT);
 }
 
+/* A mountinfo of nlines overlay mounts (about 260 bytes each, as on a dense
+ * Kubernetes node), then the last line. Returns its size. */
+static size_t write_hostile_mountinfo(const char *path, unsigned nlines, const char *last)
+{
+	FILE *f = fopen(path, "w");
+	long size;
+
+	assert_non_null(f);
+	for (unsigned i = 0; i < nlines; i++)
+		fprintf(
+		    f,
+		    "%u 29 0:%u / /var/lib/containerd/io.containerd.runtime.v2.task/k8s.io/%064x/rootfs rw,relatime "
+		    "- overlay overlay rw,lowerdir=/var/lib/l/%u,upperdir=/var/lib/u/%u,workdir=/w/%u\n",
+		    1000 + i, 100 + i, i, i, i, i);
+	fprintf(f, "%s\n", last);
+	size = ftell(f);
+	fclose(f);
+	return (size_t)size;
+}
+
+/* Issue 16, defect 6: mountinfo past 1 MiB (and past cgroup2.c's old 4 MiB)
+ * is read whole; the memory hierarchy at its end is found. Before, the read
+ * failed with -EFBIG and the gate assumed no memory controller. */
+static void test_roots_find_huge_mountinfo(void **state)
+{
+	char path[] = "/tmp/hc-test-mountinfo.XXXXXX";
+	char last[PATH_MAX + 128];
+	struct memcg_roots r;
+	const unsigned lines[] = {5000, 17000};
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(last, sizeof(last), "35 31 0:32 / %s/cgroup1 rw,relatime - cgroup cgroup rw,memory", FIX);
+	for (size_t k = 0; k < 2; k++) {
+		size_t size = write_hostile_mountinfo(path, lines[k], last);
+
+		assert_true(size > (k ? 4u << 20 : 1u << 20));
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(memcg_roots_find(path, &r), 0);
+		assert_int_equal(r.mode, MEMCG_V1);
+		assert_string_equal(r.mount, FIX "/cgroup1");
+	}
+	unlink(path);
+}
+
 static struct memcg_roots roots(enum memcg_mode mode, const char *mount, const char *root)
 {
 	struct memcg_roots r = {.mode = mode};
@@ -283,9 +331,11 @@ static void test_take(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_value),     cmocka_unit_test(test_value_hostile),  cmocka_unit_test(test_stat),
-	    cmocka_unit_test(test_mountinfo), cmocka_unit_test(test_roots_find_v2),  cmocka_unit_test(test_room_v2),
-	    cmocka_unit_test(test_room_v1),   cmocka_unit_test(test_cgroup_v1_line), cmocka_unit_test(test_take),
+	    cmocka_unit_test(test_value),          cmocka_unit_test(test_value_hostile),
+	    cmocka_unit_test(test_stat),           cmocka_unit_test(test_mountinfo),
+	    cmocka_unit_test(test_roots_find_v2),  cmocka_unit_test(test_roots_find_huge_mountinfo),
+	    cmocka_unit_test(test_room_v2),        cmocka_unit_test(test_room_v1),
+	    cmocka_unit_test(test_cgroup_v1_line), cmocka_unit_test(test_take),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

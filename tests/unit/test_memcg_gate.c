@@ -178,6 +178,56 @@ static void test_no_controller(void **state)
 	assert_int_equal(e.ncands, 1);
 }
 
+/* Issue 16, defect 6: mounts that cannot be found never turn the gate off:
+ * every block is held back (and the error is kept for the metric); a
+ * mountinfo past 4 MiB is read whole and its limits apply. */
+static void test_mountinfo_fails_closed(void **state)
+{
+	char path[] = "/tmp/hc-test-gate-mountinfo.XXXXXX";
+	char last[PATH_MAX + 128];
+	FILE *f;
+	long size;
+	int fd;
+
+	(void)state;
+	assert_int_equal(memcg_gate_set_mountinfo(&e, "/nonexistent/mountinfo"), 0);
+	add(0, 0);
+	add(1, 0);
+	add(2, 0);
+	assert_int_equal(memcg_gate_hold_back(&e, &ps), 3);
+	assert_int_equal(e.ncands, 0);
+	assert_int_equal(memcg_gate_error(&e), -ENOENT);
+	assert_int_equal(ps.results[SCAN_MEMCG_LIMIT], 3);
+
+	/* 17,000 overlay mounts (4.4 MB), the cgroup2 fixture tree last. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (unsigned i = 0; i < 17000; i++)
+		fprintf(
+		    f,
+		    "%u 29 0:%u / /var/lib/containerd/io.containerd.runtime.v2.task/k8s.io/%064x/rootfs rw,relatime "
+		    "- overlay overlay rw,lowerdir=/var/lib/l/%u,upperdir=/var/lib/u/%u,workdir=/w/%u\n",
+		    1000 + i, 100 + i, i, i, i, i);
+	snprintf(last, sizeof(last), "41 31 0:38 / %s/cgroup2 rw - cgroup2 cgroup2 rw", HC_FIXTURES);
+	fprintf(f, "%s\n", last);
+	size = ftell(f);
+	fclose(f);
+	assert_true(size > 4l << 20);
+	assert_int_equal(memcg_gate_set_mountinfo(&e, path), 0);
+	e.passes++;
+	e.ncands = 0;
+	memset(&ps, 0, sizeof(ps));
+	add(0, 0); /* no limit */
+	add(4, 0); /* /over: no room */
+	assert_int_equal(memcg_gate_hold_back(&e, &ps), 1);
+	assert_int_equal(memcg_gate_error(&e), 0);
+	assert_int_equal(e.ncands, 1);
+	assert_int_equal(e.cands[0].proc, 0);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +236,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_each_cgroup_on_its_own, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_per_pass_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_controller, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mountinfo_fails_closed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -258,7 +258,10 @@ static void test_read_cgroup_fails_closed(void **state)
 
 	(void)state;
 	assert_non_null(cut);
+	/* cgroup v1 only: the memory hierarchy's path (issue 16, defect 8). */
 	assert_int_equal(read_cgroup_text("4:memory:/a\n1:cpu:/\n", path, sizeof(path)), 0);
+	assert_string_equal(path, "/a");
+	assert_int_equal(read_cgroup_text("2:cpu:/b\n1:pids:/b\n", path, sizeof(path)), 0);
 	assert_string_equal(path, "/");
 	assert_int_equal(read_cgroup_text("0::/a/b\n", path, sizeof(path)), 0);
 	assert_string_equal(path, "/a/b");
@@ -293,6 +296,48 @@ static void test_cgroup_variants(void **state)
 	assert_int_equal(parse_cgroup_fixture("cgroup_empty_path", path, sizeof(path)), -EINVAL);
 	assert_int_equal(parse_cgroup_buf("", 0, path, sizeof(path)), -ENOENT);
 	assert_int_equal(parse_cgroup_buf("0::x\n", 5, path, sizeof(path)), -EINVAL);
+}
+
+/* Issue 16, defect 8: without a "0::" line (cgroup v1 only), the rules
+ * match the memory hierarchy's path, else the name=systemd one; "/" only
+ * when neither exists. Before, every process was in "/". */
+static void test_cgroup_policy_v1(void **state)
+{
+	char path[4096], *cut = malloc(8192);
+	enum cgroup_hier h;
+	size_t n;
+
+	(void)state;
+	assert_non_null(cut);
+	n = load_hostile("cgroup_no_v2"); /* 4:memory:/a, 3:cpuset:/, 1:name=systemd:/init.scope */
+	assert_int_equal(parse_cgroup_policy_buf(buf, n, path, sizeof(path), &h), 0);
+	assert_string_equal(path, "/a");
+	assert_int_equal(h, CGROUP_HIER_V1_MEMORY);
+	n = load_hostile("cgroup_hybrid_v2_first");
+	assert_int_equal(parse_cgroup_policy_buf(buf, n, path, sizeof(path), &h), 0);
+	assert_string_equal(path, "/system.slice/foo.service");
+	assert_int_equal(h, CGROUP_HIER_V2);
+	const char *sd = "3:cpu,cpuacct:/x\n1:name=systemd:/system.slice/web.service\n";
+	assert_int_equal(parse_cgroup_policy_buf(sd, strlen(sd), path, sizeof(path), &h), 0);
+	assert_string_equal(path, "/system.slice/web.service");
+	assert_int_equal(h, CGROUP_HIER_V1_SYSTEMD);
+	const char *joined = "5:cpu,memory:/db\n";
+	assert_int_equal(parse_cgroup_policy_buf(joined, strlen(joined), path, sizeof(path), &h), 0);
+	assert_string_equal(path, "/db");
+	const char *none = "2:cpu:/b\n";
+	assert_int_equal(parse_cgroup_policy_buf(none, strlen(none), path, sizeof(path), &h), 0);
+	assert_string_equal(path, "/");
+	assert_int_equal(h, CGROUP_HIER_NONE);
+	assert_int_equal(parse_cgroup_policy_buf("", 0, path, sizeof(path), &h), 0);
+	assert_int_equal(h, CGROUP_HIER_NONE);
+	const char *rel = "4:memory:a\n";
+	assert_int_equal(parse_cgroup_policy_buf(rel, strlen(rel), path, sizeof(path), &h), -EINVAL);
+	/* A v1 path the kernel may have cut is refused like a v2 one. */
+	strcpy(cut, "4:memory:/");
+	memset(cut + 10, 'd', CGROUP_PATH_CUT - 1);
+	strcpy(cut + 9 + CGROUP_PATH_CUT, "\n");
+	assert_int_equal(parse_cgroup_policy_buf(cut, strlen(cut), path, sizeof(path), &h), -ENAMETOOLONG);
+	free(cut);
 }
 
 static void test_cgroup_overlong(void **state)
@@ -513,6 +558,7 @@ int main(void)
 	    cmocka_unit_test(test_stat_inline_edge_cases),
 	    cmocka_unit_test(test_real_cgroup_hybrid),
 	    cmocka_unit_test(test_cgroup_variants),
+	    cmocka_unit_test(test_cgroup_policy_v1),
 	    cmocka_unit_test(test_cgroup_overlong),
 	    cmocka_unit_test(test_read_cgroup_fails_closed),
 	    cmocka_unit_test(test_status_thp),

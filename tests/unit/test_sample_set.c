@@ -447,12 +447,87 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(rmdir(root), 0);
 }
 
+/* A zombie: no memory, state Z (what a dead child shows until its parent
+ * reaps it). */
+static void write_zombie(pid_t pid)
+{
+	char path[128], text[2048];
+	FILE *f;
+	size_t n;
+
+	write_stat(pid, 0, 0);
+	snprintf(path, sizeof(path), "%s/%d/stat", root, (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	char *st = strstr(text, ") S ");
+	assert_non_null(st);
+	st[2] = 'Z';
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Issue 16: a zombie's PID, reaped and reused before the next listing, is
+ * read again at that listing; before, it stayed in the "no memory" set
+ * (with the kernel threads) until the next full sample. */
+static void test_zombie_pid_reused(void **unused)
+{
+	struct pass_options o = {0};
+	struct pass_stats ps;
+	struct config cfg;
+	struct engine e;
+
+	(void)unused;
+	snprintf(root, sizeof(root), "/tmp/hc-sample-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	write_stat(100, 1, 64 << 20);
+	write_stat(2, 0, 0); /* a kernel thread */
+	config_defaults(&cfg);
+	assert_int_equal(engine_init(&e, &cfg), 0);
+	e.proc_root = root;
+	e.enumerate = fixture_enumerate;
+	e.doorbell_drain = fake_drain;
+	e.now = fake_clock;
+	e.self = 1;
+	e.mapped.known = false;
+	ndrain = 0;
+	drain_lost = false;
+	fake_time = 100;
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* full */
+	assert_true(ps.full_sample);
+
+	write_zombie(400); /* a child that died since */
+	fake_time = 100 + L;
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* the listing */
+	assert_false(ps.full_sample);
+	assert_null(engine_find(&e, 400));
+	assert_int_equal(e.nnomm, 1); /* the kernel thread only */
+
+	write_stat(400, 3, 64 << 20); /* reaped; the PID is a new process now */
+	fake_time = 100 + 2 * L;
+	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
+	assert_false(ps.full_sample);
+	assert_non_null(engine_find(&e, 400));
+	assert_int_equal(minflt_of(&e, 400), 3);
+
+	engine_free(&e);
+	config_free(&cfg);
+	remove_proc(100);
+	remove_proc(400);
+	remove_proc(2);
+	assert_int_equal(rmdir(root), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_build),       cmocka_unit_test(test_build_counts),
 	    cmocka_unit_test(test_pid_sets),    cmocka_unit_test(test_merge_and_sweep),
-	    cmocka_unit_test(test_sample_pass),
+	    cmocka_unit_test(test_sample_pass), cmocka_unit_test(test_zombie_pid_reused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

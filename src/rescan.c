@@ -163,7 +163,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	if (r == -EINVAL)
 		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
 			 (int)s->pid, e->vmas.n);
-	thp_usage_from_vmas(&e->vmas, &s->usage); /* coverage.h: for metrics and reports */
+	tmpfs_mounts_classify(&e->tmpfs, dirfd, &e->vmas); /* before anything reads a VMA's kind */
+	thp_usage_from_vmas(&e->vmas, &s->usage);          /* coverage.h: for metrics and reports */
 	r = range_scanner_attach(&e->scanner, dirfd, s->pid);
 	if (r < 0)
 		return r;
@@ -187,7 +188,9 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		s->refused_kb = 0;
 	}
 	thp_refresh(e, now);
-	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
+	s->thp_prctl =
+	    (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled)
+					   : e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n));
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {

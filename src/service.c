@@ -16,6 +16,7 @@
 #include "coverage_metrics.h"
 #include "config.h"
 #include "engine.h"
+#include "kernel_features.h"
 #include "khugepaged.h"
 #include "log.h"
 #include "metrics.h"
@@ -416,6 +417,7 @@ static int setup_loop(struct service *s)
 int service_run(const char *config_path)
 {
 	struct service s = {.config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}};
+	struct kernel_features kf;
 	char err[1024];
 	int r;
 
@@ -429,6 +431,11 @@ int service_run(const char *config_path)
 		sd_notifyf(0, "STATUS=%s", err);
 		config_free(&s.cfg);
 		return 4;
+	}
+	if (kernel_features_start(khugepaged_sysfs_dir(), s.cfg.khugepaged, false, &kf) < 0) {
+		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", kf.release);
+		config_free(&s.cfg);
+		return 1;
 	}
 	khugepaged_log_state(s.cfg.khugepaged);
 	r = khugepaged_init(&s.khp, s.cfg.state_file);
@@ -449,6 +456,7 @@ int service_run(const char *config_path)
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
+	s.engine.no_except_advised = !kf.except_advised;
 	if (r == 0)
 		r = engine_sample(&s.engine);
 	if (r == 0)

@@ -56,6 +56,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
+	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
 	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();

@@ -168,6 +168,7 @@ struct engine {
 	 * exact prctl mode and prctl_infer is not used. false: infer. */
 	bool no_except_advised;
 	struct tmpfs_mounts tmpfs;     /* which file VMAs are tmpfs (tmpfs_mounts.h) */
+	unsigned admin_max_ptes_none;  /* khugepaged/max_ptes_none, read with thp; UINT_MAX: none */
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
 	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by

@@ -130,6 +130,19 @@ static void thp_refresh(struct engine *e, double now)
 	if (now - e->thp_read_at < 1.0)
 		return;
 	e->thp_read_at = now;
+	/* The admin's khugepaged/max_ptes_none bounds ours: an admin's 0 (no
+	 * memory added by a collapse) holds. Unreadable: ours alone. */
+	{
+		char path[512], buf[32];
+		uint64_t v;
+
+		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->thp_dir);
+		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+
+		e->admin_max_ptes_none = UINT_MAX;
+		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
+			e->admin_max_ptes_none = (unsigned)v;
+	}
 	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
 	if (r < 0)
 		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
@@ -148,6 +161,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			struct pass_stats *ps, double now)
 {
 	const struct policy *pol = s->policy;
+	struct collapse_limits lim;
 	uint64_t from = s->pid == e->scan_from_pid ? e->scan_from_addr : 0;
 	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now, .from = from};
 	uint64_t before[SCAN_NR_RESULTS];
@@ -188,6 +202,9 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		s->refused_kb = 0;
 	}
 	thp_refresh(e, now);
+	lim = pol->limits;
+	if (e->admin_max_ptes_none < lim.max_ptes_none)
+		lim.max_ptes_none = e->admin_max_ptes_none;
 	s->thp_prctl =
 	    (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled)
 					   : e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n));
@@ -210,9 +227,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		scanned_one = true;
 		vma_blocks(v, &b);
 		s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict =
-		    vma_verdict(v, &pol->limits, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
-				pol->file_backed);
+		verdict = vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				      pol->file_backed);
 		if (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD)
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
@@ -228,7 +244,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			continue;
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
-		r = range_scan_vma(&e->scanner, v, v->lazyfree_kb > 0, &pol->limits, s->results, on_candidate, &ctx);
+		r = range_scan_vma(&e->scanner, v, v->lazyfree_kb > 0, &lim, s->results, on_candidate, &ctx);
 		if (ctx.err)
 			r = ctx.err;
 	}

@@ -36,8 +36,9 @@ static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirf
 /* Opens a pidfd for a process we sampled and proves it is the same one: the
  * PID cannot have been reused if, after pidfd_open(), /proc/PID/stat still
  * shows the start time we know; and it runs the image we scanned if the
- * exec fingerprint matches too (an execve() in between leaves the rest of
- * this pass's blocks to the next scan). Then checks its policy again
+ * exec fingerprint matches too, stat's addresses and the image's AT_RANDOM
+ * bytes (an execve() in between leaves the rest of this pass's blocks to the
+ * next scan; with ASLR off the addresses alone stay the same). Then checks its policy again
  * (-ECANCELED: it no longer allows collapsing). */
 int open_verified_pidfd(struct engine *e, struct proc_state *s)
 {
@@ -51,7 +52,7 @@ int open_verified_pidfd(struct engine *e, struct proc_state *s)
 	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0 || read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
-	    now_stat.exec_id != s->exec_id)
+	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
 		err = -ESRCH;
 	else if (!policy_still_allows(e, s, dirfd))
 		err = -ECANCELED;

@@ -381,7 +381,7 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	r = read_proc_thp_enabled(dirfd);
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
 	/* Read before smaps: an exec after this point shows as a mismatch. */
-	s->exec_id = now_stat.exec_id;
+	s->exec_id = now_stat.exec_id ^ read_exec_random(dirfd);
 	r = scan_process(e, s, dirfd, o, ps, now);
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */

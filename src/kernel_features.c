@@ -157,8 +157,17 @@ int kernel_features_detect(const struct kernel_probe *p, struct kernel_features 
 	if (!rel)
 		rel = uname(&u) == 0 ? u.release : "";
 	snprintf(f.release, sizeof(f.release), "%s", rel);
-	if (sscanf(f.release, "%u.%u", &f.major, &f.minor) != 2)
-		f.major = f.minor = 0;
+	{
+		char *end;
+		unsigned long major = strtoul(f.release, &end, 10), minor = 0;
+
+		if (end != f.release && *end == '.')
+			minor = strtoul(end + 1, &end, 10);
+		else
+			major = 0;
+		f.major = major > 1000 ? 0 : (unsigned)major;
+		f.minor = minor > 1000 ? 0 : (unsigned)minor;
+	}
 	f.process_madvise = probed(p, KPROBE_PROCESS_MADVISE);
 	f.madv_collapse = f.process_madvise && probed(p, KPROBE_MADV_COLLAPSE);
 	f.pagemap_scan = probed(p, KPROBE_PAGEMAP_SCAN);

@@ -530,7 +530,7 @@ int parse_auxv_random(const void *buf, size_t len, uint64_t *addr)
 
 uint64_t read_exec_random(int proc_pid_dirfd)
 {
-	uint64_t auxv[128], addr, h = 1469598103934665603ULL;
+	uint64_t auxv[128] = {0}, addr, h = 1469598103934665603ULL;
 	unsigned char rnd[16];
 	ssize_t n = read_small_file_at(proc_pid_dirfd, "auxv", (char *)auxv, sizeof(auxv));
 	int fd;

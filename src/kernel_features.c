@@ -231,11 +231,25 @@ uint32_t kernel_mthp_lost(const struct kernel_features *f, enum khugepaged_mode 
 	return f->anon_orders & ~(UINT32_C(1) << KF_PMD_ORDER);
 }
 
+void kernel_features_warn_mthp(const struct kernel_features *f, enum khugepaged_mode mode)
+{
+	uint32_t lost = kernel_mthp_lost(f, mode);
+	char names[160];
+
+	if (!lost)
+		return;
+	kernel_orders_name(lost, names, sizeof(names));
+	log_warn("khugepaged collapses anonymous memory to %s pages on this kernel (mTHP, Linux 7.2+); "
+		 "khugepaged = %s stops it, and hugecollapsed makes only 2048kB pages (MADV_COLLAPSE is "
+		 "PMD-size only): memory khugepaged would have made %s stays in 4 KiB pages; "
+		 "use khugepaged = keep to keep them",
+		 names, khugepaged_mode_name(mode), names);
+}
+
 int kernel_features_start(const char *sysfs_thp, enum khugepaged_mode mode, bool quiet, struct kernel_features *out)
 {
 	struct kernel_probe p = {.sysfs_thp = sysfs_thp};
-	char line[512], names[160];
-	uint32_t lost;
+	char line[512];
 
 	kernel_features_detect(&p, out);
 	kernel_features_describe(out, line, sizeof(line));
@@ -247,14 +261,6 @@ int kernel_features_start(const char *sysfs_thp, enum khugepaged_mode mode, bool
 		log_err("cannot collapse on this kernel: %s", line);
 		return -ENOTSUP;
 	}
-	lost = kernel_mthp_lost(out, mode);
-	if (lost) {
-		kernel_orders_name(lost, names, sizeof(names));
-		log_warn("khugepaged collapses anonymous memory to %s pages on this kernel (mTHP, Linux 7.2+); "
-			 "khugepaged = %s stops it, and hugecollapsed makes only 2048kB pages (MADV_COLLAPSE is "
-			 "PMD-size only): memory khugepaged would have made %s stays in 4 KiB pages; "
-			 "use khugepaged = keep to keep them",
-			 names, khugepaged_mode_name(mode), names);
-	}
+	kernel_features_warn_mthp(out, mode);
 	return 0;
 }

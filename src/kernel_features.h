@@ -75,6 +75,9 @@ uint32_t kernel_mthp_lost(const struct kernel_features *f, enum khugepaged_mode 
 /* "64kB 128kB" for an order mask. Pure. */
 void kernel_orders_name(uint32_t orders, char *buf, size_t len);
 
+/* Warns, naming them, about the mTHP sizes mode would lose (start, reload). */
+void kernel_features_warn_mthp(const struct kernel_features *f, enum khugepaged_mode mode);
+
 /* At start: detects the real kernel (THP sysfs dir sysfs_thp), logs the
  * one line (at debug level when quiet), warns about the mTHP orders mode
  * would lose, and returns 0, or -ENOTSUP (logged) when collapse is

@@ -12,6 +12,7 @@
 #include "cgroup_hier.h"
 #include "config.h"
 #include "engine.h"
+#include "kernel_features.h"
 #include "khugepaged.h"
 #include "log.h"
 #include "metrics.h"
@@ -210,6 +211,7 @@ static int run_once(const struct cli *c)
 	struct pass_options o = {.dry_run = c->dry_run, .unlimited = true, .pids = c->pids, .npids = c->npids};
 	struct timespec ts = {c->sample_ms / 1000, (long)(c->sample_ms % 1000) * 1000000L};
 	struct pass_stats ps;
+	struct kernel_features kf;
 	struct config cfg;
 	struct engine e;
 	char msg[512];
@@ -228,12 +230,18 @@ static int run_once(const struct cli *c)
 			config_free(&cfg);
 			return EXIT_ERROR;
 		}
+	/* A dry run needs no MADV_COLLAPSE: it shows what would be done. */
+	if (kernel_features_start(khugepaged_sysfs_dir(), KHUGEPAGED_KEEP, !log_is_verbose(), &kf) < 0 && !c->dry_run) {
+		config_free(&cfg);
+		return EXIT_ERROR;
+	}
 	r = engine_init(&e, &cfg);
 	if (r < 0) {
 		log_err("cannot start: %s", strerror(-r));
 		config_free(&cfg);
 		return EXIT_ERROR;
 	}
+	e.no_except_advised = !kf.except_advised;
 	log_thp_policy(&cfg);
 	/* Two samples sample_ms apart give each process's activity. */
 	r = engine_sample(&e);

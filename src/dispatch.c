@@ -35,16 +35,17 @@ static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirf
 
 /* Whether dirfd is still of the process we scanned: the PID cannot have
  * been reused if /proc/PID/stat still shows the start time we know; and it
- * runs the image we scanned if the exec fingerprint matches too (an
- * execve() in between leaves the rest of this pass's blocks to the next
- * scan). Then checks its policy again (-ECANCELED: it no longer allows
+ * runs the image we scanned if the exec fingerprint matches too, stat's
+ * addresses and the image's AT_RANDOM bytes (an execve() in between leaves
+ * the rest of this pass's blocks to the next scan; with ASLR off the
+ * addresses alone stay the same). Then checks its policy again (-ECANCELED: it no longer allows
  * collapsing). */
 static int still_the_same(struct engine *e, struct proc_state *s, int dirfd)
 {
 	struct proc_sample now_stat;
 
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
-	    now_stat.exec_id != s->exec_id)
+	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
 		return -ESRCH;
 	return policy_still_allows(e, s, dirfd) ? 0 : -ECANCELED;
 }
@@ -108,8 +109,11 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 		if (!m)
 			ok[k] = false;
 	}
-	if (!err)
-		err = range_scan_recheck(&cc->e->scanner, b, n, &s->policy->limits, result);
+	if (!err) {
+		const struct collapse_limits lim = rescan_limits(cc->e, s->policy);
+
+		err = range_scan_recheck(&cc->e->scanner, b, n, &lim, result);
+	}
 	if (err) {
 		cc->err = err;
 		return err;

@@ -90,9 +90,15 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
+	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
 	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();
+	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
+	r = tmpfs_mounts_open(&e->tmpfs, e->proc_root);
+	if (r < 0)
+		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
+			 e->proc_root, strerror(-r));
 	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
@@ -101,6 +107,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	r = budget_configure(&e->budget, NULL, cfg);
 	if (r < 0) {
 		vmstat_reader_close(&e->vmstat);
+		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	e->procs = procs_open();
@@ -108,6 +115,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		r = -errno;
 		budget_free(&e->budget);
 		vmstat_reader_close(&e->vmstat);
+		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	e->enumerate = engine_enumerate_procs;
@@ -118,6 +126,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		e->procs = NULL;
 		budget_free(&e->budget);
 		vmstat_reader_close(&e->vmstat);
+		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	r = fault_doorbell_open(&e->doorbell);
@@ -158,6 +167,7 @@ void engine_free(struct engine *e)
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
+	tmpfs_mounts_close(&e->tmpfs);
 	memcg_gate_free(e);
 	if (e->proc_fd > 0)
 		close(e->proc_fd);

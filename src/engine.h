@@ -36,6 +36,7 @@
 #include "range_scan.h"
 #include "smaps_scan.h"
 #include "thp_policy.h"
+#include "tmpfs_mounts.h"
 #include "vmstat.h"
 
 struct pass_stats {
@@ -162,6 +163,11 @@ struct engine {
 	const char *thp_dir;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
+	struct tmpfs_mounts tmpfs;    /* which file VMAs are tmpfs (tmpfs_mounts.h) */
+	unsigned admin_max_ptes_none; /* khugepaged/max_ptes_none, read with thp; UINT_MAX: none */
+	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the
+	 * exact prctl mode and prctl_infer is not used. false: infer. */
+	bool no_except_advised;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
 	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by

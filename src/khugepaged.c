@@ -78,16 +78,20 @@ static bool knob_exists(const char *file)
 }
 
 /* The knobs each mode writes, in the order it writes them, and the value. */
+#define M(m) (1u << (m))
+/* off parks khugepaged too where shmem allows PMD pages: enabled=never
+ * stops its thread only while no shmem knob does (hugepage_pmd_enabled()
+ * counts shmem_enabled, 6.18), and the daemon never changes shmem knobs. */
 static const struct knob {
 	const char *file;
 	const char *ours;
-	enum khugepaged_mode mode;
-	bool optional; /* absent on kernels without per-size THP controls */
+	unsigned modes; /* M() of the modes that set it */
+	bool optional;  /* absent on kernels without per-size THP controls */
 } knobs[] = {
-    {"khugepaged/scan_sleep_millisecs", "4294967295", KHUGEPAGED_IDLE, false},
-    {"khugepaged/pages_to_scan", "1", KHUGEPAGED_IDLE, false},
-    {"hugepages-2048kB/enabled", "never", KHUGEPAGED_OFF, true},
-    {"enabled", "never", KHUGEPAGED_OFF, false},
+    {"khugepaged/scan_sleep_millisecs", "4294967295", M(KHUGEPAGED_IDLE) | M(KHUGEPAGED_OFF), false},
+    {"khugepaged/pages_to_scan", "1", M(KHUGEPAGED_IDLE) | M(KHUGEPAGED_OFF), false},
+    {"hugepages-2048kB/enabled", "never", M(KHUGEPAGED_OFF), true},
+    {"enabled", "never", M(KHUGEPAGED_OFF), false},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
@@ -253,11 +257,31 @@ static bool adopt(struct khugepaged_saved *s)
 	return true;
 }
 
+/* Does shmem allow PMD-size pages, so that khugepaged keeps running under
+ * enabled=never? shmem_enabled always/within_size/advise/force, or the
+ * per-size file always/within_size/advise. */
+static bool shmem_keeps_khugepaged(void)
+{
+	char top[32] = "", pmd[32] = "";
+
+	knob_read("shmem_enabled", top, sizeof(top));
+	knob_read("hugepages-2048kB/shmem_enabled", pmd, sizeof(pmd));
+	if (!strcmp(top, "deny"))
+		return false;
+	if (!strcmp(pmd, "always") || !strcmp(pmd, "within_size") || !strcmp(pmd, "advise"))
+		return true;
+	return (!pmd[0] || !strcmp(pmd, "inherit")) && top[0] && strcmp(top, "never");
+}
+
 static bool mode_sets(enum khugepaged_mode mode, const char *file)
 {
 	const struct knob *k = knob_of(file);
 
-	return k && k->mode == mode;
+	if (!k || !(k->modes & M(mode)))
+		return false;
+	/* off takes idle's knobs only where enabled=never leaves the thread
+	 * running (see knobs[]). */
+	return mode != KHUGEPAGED_OFF || k->modes == M(KHUGEPAGED_OFF) || shmem_keeps_khugepaged();
 }
 
 /* Walks the record against the live values (see khugepaged.h), newest
@@ -301,7 +325,8 @@ static int plan(struct khugepaged_saved *s, enum khugepaged_mode mode, char *err
 		char old[32];
 		int r;
 
-		if (k->mode != mode || khugepaged_original(s, k->file) || (k->optional && !knob_exists(k->file)))
+		if (!mode_sets(mode, k->file) || khugepaged_original(s, k->file) ||
+		    (k->optional && !knob_exists(k->file)))
 			continue;
 		r = knob_read(k->file, old, sizeof(old));
 		if (r < 0) {
@@ -461,7 +486,8 @@ void khugepaged_log_state(enum khugepaged_mode mode)
 	log_info("khugepaged mode %s: enabled=%s hugepages-2048kB=%s scan_sleep_millisecs=%s pages_to_scan=%s "
 		 "full_scans=%s pages_collapsed=%s",
 		 khugepaged_mode_name(mode), enabled, pmd, sleep_ms, pages, scans, collapsed);
-	running = strcmp(enabled, "never") != 0 || (strcmp(pmd, "never") && strcmp(pmd, "inherit") && strcmp(pmd, "-"));
+	running = strcmp(enabled, "never") != 0 ||
+		  (strcmp(pmd, "never") && strcmp(pmd, "inherit") && strcmp(pmd, "-")) || shmem_keeps_khugepaged();
 	if (mode == KHUGEPAGED_KEEP && running && strcmp(pages, "1") != 0)
 		log_warn("khugepaged is still scanning (pages_to_scan=%s every %s ms) and collapses too; "
 			 "set khugepaged = idle or off to leave collapsing to hugecollapsed",

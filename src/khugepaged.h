@@ -3,10 +3,13 @@
  *   keep: touch nothing.
  *   idle: scan_sleep_millisecs = UINT_MAX, pages_to_scan = 1 — khugepaged
  *         stops scanning; THP at page-fault time is unchanged.
- *   off:  PMD-size THP "never": hugepages-2048kB/enabled where per-size
- *         controls exist, and the top-level enabled (which sizes set to
- *         "inherit" follow). The khugepaged thread exits; MADV_COLLAPSE still
- *         works, so hugecollapsed is the only source of PMD THPs.
+ *   off:  idle's two knobs, and PMD-size THP "never":
+ *         hugepages-2048kB/enabled where per-size controls exist, and the
+ *         top-level enabled (which sizes set to "inherit" follow). Page
+ *         faults get no PMD-size anonymous THPs; the khugepaged thread exits
+ *         unless shmem_enabled allows PMD pages, and is parked if it does.
+ *         MADV_COLLAPSE still works, so hugecollapsed is the only source of
+ *         PMD THPs for anonymous memory.
  *
  * The record. Before the first write, the original value of every knob the
  * mode changes is written to the state file (khugepaged_state.h), so that a

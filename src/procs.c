@@ -610,6 +610,40 @@ int read_proc_thp_enabled(int proc_pid_dirfd)
 	return rc;
 }
 
+int parse_auxv_random(const void *buf, size_t len, uint64_t *addr)
+{
+	const uint64_t *a = buf;
+
+	/* Pairs of (type, value) up to AT_NULL; AT_RANDOM is 25. */
+	for (size_t i = 0; i + 1 < len / sizeof(uint64_t) && a[i] != 0; i += 2)
+		if (a[i] == 25) {
+			*addr = a[i + 1];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+uint64_t read_exec_random(int proc_pid_dirfd)
+{
+	uint64_t auxv[128] = {0}, addr, h = 1469598103934665603ULL;
+	unsigned char rnd[16];
+	ssize_t n = read_small_file_at(proc_pid_dirfd, "auxv", (char *)auxv, sizeof(auxv));
+	int fd;
+
+	if (n < 0 || parse_auxv_random(auxv, (size_t)n, &addr) < 0)
+		return 0;
+	fd = openat(proc_pid_dirfd, "mem", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = addr <= INT64_MAX ? pread(fd, rnd, sizeof(rnd), (off_t)addr) : -1;
+	close(fd);
+	if (n != (ssize_t)sizeof(rnd))
+		return 0;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		h = (h ^ rnd[i]) * 1099511628211ULL;
+	return h;
+}
+
 const char *proc_root(void)
 {
 	const char *r = getenv("HC_PROC_ROOT");

@@ -104,6 +104,16 @@ int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out);
 int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen);
 int read_proc_thp_enabled(int proc_pid_dirfd); /* 1, 0 or -errno */
 
+/* The address of the AT_RANDOM bytes in an auxv image (native 64-bit
+ * pairs). Returns 0 or -ENOENT. Pure. */
+int parse_auxv_random(const void *buf, size_t len, uint64_t *addr);
+
+/* A hash of the 16 bytes the kernel puts at AT_RANDOM in every execve():
+ * new for each image even where its addresses are not (ASLR off, `setarch
+ * -R`), so it completes the stat fingerprint. 0 when auxv or mem cannot be
+ * read. */
+uint64_t read_exec_random(int proc_pid_dirfd);
+
 /* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
  * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
 ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);

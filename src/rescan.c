@@ -130,6 +130,19 @@ static void thp_refresh(struct engine *e, double now)
 	if (now - e->thp_read_at < 1.0)
 		return;
 	e->thp_read_at = now;
+	/* The admin's khugepaged/max_ptes_none bounds ours: an admin's 0 (no
+	 * memory added by a collapse) holds. Unreadable: ours alone. */
+	{
+		char path[512], buf[32];
+		uint64_t v;
+
+		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->thp_dir);
+		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+
+		e->admin_max_ptes_none = UINT_MAX;
+		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
+			e->admin_max_ptes_none = (unsigned)v;
+	}
 	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
 	if (r < 0)
 		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
@@ -149,6 +162,15 @@ static bool time_is_up(void *opaque)
 	return out_of_time(t->e, t->o);
 }
 
+struct collapse_limits rescan_limits(const struct engine *e, const struct policy *pol)
+{
+	struct collapse_limits lim = pol->limits;
+
+	if (e->admin_max_ptes_none < lim.max_ptes_none)
+		lim.max_ptes_none = e->admin_max_ptes_none;
+	return lim;
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
  * Checks the pass's time between VMAs (after the first one, so that every
  * pass makes progress) and, on the read path, inside a VMA: when it is up,
@@ -162,6 +184,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			struct pass_stats *ps, double now)
 {
 	const struct policy *pol = s->policy;
+	struct collapse_limits lim;
 	uint64_t from = s->scan_cursor;
 	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now};
 	struct time_check tc = {.e = e, .o = o};
@@ -177,7 +200,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	if (r == -EINVAL)
 		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
 			 (int)s->pid, e->vmas.n);
-	thp_usage_from_vmas(&e->vmas, &s->usage); /* coverage.h: for metrics and reports */
+	tmpfs_mounts_classify(&e->tmpfs, dirfd, &e->vmas); /* before anything reads a VMA's kind */
+	thp_usage_from_vmas(&e->vmas, &s->usage);          /* coverage.h: for metrics and reports */
 	r = range_scanner_attach(&e->scanner, dirfd, s->pid);
 	if (r < 0)
 		return r;
@@ -203,7 +227,10 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		s->refused_kb = 0;
 	}
 	thp_refresh(e, now);
-	s->thp_prctl = (uint8_t)e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n);
+	lim = rescan_limits(e, pol);
+	s->thp_prctl =
+	    (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled)
+					   : e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n));
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
@@ -228,7 +255,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		if (!resumed)
 			s->results[SCAN_INELIGIBLE] += b.partial;
 		verdict =
-		    vma_verdict(v, &pol->limits, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+		    vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
 				pol->file_backed);
 		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
@@ -248,7 +275,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
 		ctx.anon = v->kind == VMA_ANON;
-		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &pol->limits, s->results,
+		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results,
 					on_candidate, &ctx);
 		if (ctx.err)
 			r = ctx.err;
@@ -407,7 +434,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	r = read_proc_thp_enabled(dirfd);
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
 	/* Read before smaps: an exec after this point shows as a mismatch. */
-	s->exec_id = now_stat.exec_id;
+	s->exec_id = now_stat.exec_id ^ read_exec_random(dirfd);
 	r = scan_process(e, s, dirfd, o, ps, now);
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */

@@ -13,16 +13,24 @@
 #pragma once
 #include <stdbool.h>
 
+#include "collapse.h"
+
 struct engine;
 struct proc_state;
 struct pass_options;
 struct pass_stats;
+struct policy;
 
 /* Reads s's cgroup through its /proc/PID dirfd and looks its policy up
  * again. If the cgroup cannot be known, s->policy is NULL and
  * s->cgroup_unknown is set (logged once per process), so nothing of s is
  * collapsed: a policy must never be guessed. Returns 0 or -errno. */
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd);
+
+/* The limits a block of this policy is judged by, in the scan and in the
+ * re-check before its call: the policy's, with the admin's
+ * khugepaged/max_ptes_none where that is smaller. */
+struct collapse_limits rescan_limits(const struct engine *e, const struct policy *pol);
 
 /* Whether what s's last scan judged by still holds, right before a
  * collapse: the THP policy (sysfs, read again at most once a second) and

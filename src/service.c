@@ -17,6 +17,7 @@
 #include "coverage_metrics.h"
 #include "config.h"
 #include "engine.h"
+#include "kernel_features.h"
 #include "khugepaged.h"
 #include "log.h"
 #include "metrics.h"
@@ -29,6 +30,7 @@ struct service {
 	struct config cfg;
 	struct engine engine;
 	struct khugepaged_saved khp;
+	struct kernel_features kf; /* detected at start */
 	sd_event *event;
 	sd_event_source *pass_source; /* a timer (back to back: the fallback tick) */
 	sd_event_source *again;       /* back to back: the next pass right away */
@@ -361,6 +363,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		if (next.khugepaged != s->khp.mode && khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
 			log_err("khugepaged = %s: %s; every khugepaged knob is back at its original",
 				khugepaged_mode_name(next.khugepaged), err);
+		else if (next.khugepaged != s->cfg.khugepaged)
+			kernel_features_warn_mthp(&s->kf, next.khugepaged);
 		if (strcmp(next.state_file, s->khp.state_file))
 			log_warn("state_file: a change takes effect at the next start (still %s)",
 				 s->khp.state_file[0] ? s->khp.state_file : "none");
@@ -447,6 +451,11 @@ int service_run(const char *config_path)
 		config_free(&s.cfg);
 		return 4;
 	}
+	if (kernel_features_start(khugepaged_sysfs_dir(), s.cfg.khugepaged, false, &s.kf) < 0) {
+		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", s.kf.release);
+		config_free(&s.cfg);
+		return 1;
+	}
 	khugepaged_log_state(s.cfg.khugepaged);
 	r = khugepaged_init(&s.khp, s.cfg.state_file);
 	if (r < 0)
@@ -466,6 +475,7 @@ int service_run(const char *config_path)
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
+	s.engine.no_except_advised = !s.kf.except_advised;
 	if (r == 0)
 		r = engine_sample(&s.engine);
 	if (r == 0)

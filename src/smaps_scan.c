@@ -169,30 +169,43 @@ static bool is_name(const char *s, size_t len, const char *name)
  *    which shmem_zero_setup() always pairs with VM_SHARED) it is shared
  *    anonymous memory, i.e. shmem; a private /dev/zero mapping is plain
  *    anonymous memory (mmap_zero() makes it vma_is_anonymous()).
- *  - "/memfd:", "/SYSV" (SysV shm; its inode may print as 0) and
- *    "/dev/shm/" are tmpfs, i.e. SHMEM. Files on other tmpfs mounts cannot
- *    be told apart by name and count as FILE.
+ *  - "/memfd:" and "/SYSV" (SysV shm; its inode may print as 0) live on
+ *    the kernel's internal tmpfs mount, i.e. SHMEM; "/dev/shm/" is a tmpfs
+ *    mount. Files on other tmpfs mounts cannot be told apart by name: they
+ *    count as FILE here, and tmpfs_mounts_classify() (tmpfs_mounts.h) moves
+ *    them to SHMEM by their device, from mountinfo.
  *  - "anon_inode:…" files (perf rings, io_uring, DRM, …) are driver memory
  *    with no page cache to collapse: SPECIAL.
  *  - Any other name is a FILE mapping. */
-static uint8_t classify(const char *name, size_t len, const char *perms, uint64_t inode)
+static uint8_t classify(const char *name, size_t len, const char *perms, uint64_t inode, uint8_t *src)
 {
 	bool shared = perms[3] == 's';
 
+	*src = SHMEM_SRC_NONE;
 	if (len == 0)
 		return inode == 0 && !shared ? VMA_ANON : VMA_SPECIAL;
 	if (name[0] == '[') {
 		if (is_name(name, len, "[heap]") || is_name(name, len, "[stack]") || has_prefix(name, len, "[stack:") ||
 		    has_prefix(name, len, "[anon:"))
 			return VMA_ANON;
-		if (has_prefix(name, len, "[anon_shmem:"))
+		if (has_prefix(name, len, "[anon_shmem:")) {
+			*src = SHMEM_SRC_ANON;
 			return VMA_SHMEM;
+		}
 		return VMA_SPECIAL;
 	}
-	if (is_name(name, len, "/dev/zero") || is_name(name, len, "/dev/zero (deleted)"))
+	if (is_name(name, len, "/dev/zero") || is_name(name, len, "/dev/zero (deleted)")) {
+		*src = shared ? SHMEM_SRC_ANON : SHMEM_SRC_NONE;
 		return shared ? VMA_SHMEM : VMA_ANON;
-	if (has_prefix(name, len, "/memfd:") || has_prefix(name, len, "/SYSV") || has_prefix(name, len, "/dev/shm/"))
+	}
+	if (has_prefix(name, len, "/memfd:") || has_prefix(name, len, "/SYSV")) {
+		*src = SHMEM_SRC_INTERNAL;
 		return VMA_SHMEM;
+	}
+	if (has_prefix(name, len, "/dev/shm/")) {
+		*src = SHMEM_SRC_MOUNT;
+		return VMA_SHMEM;
+	}
 	if (has_prefix(name, len, "anon_inode:"))
 		return VMA_SPECIAL;
 	return VMA_FILE;
@@ -233,7 +246,8 @@ static int parse_header(const char *p, const char *end, struct vma_list *l, stru
 		if (err)
 			return err;
 	}
-	v->kind = classify(p, name_len, v->perms, v->inode);
+	v->kind = classify(p, name_len, v->perms, v->inode, &v->shmem_src);
+	v->mount_huge = VMA_HUGE_UNKNOWN; /* until tmpfs_mounts_classify() */
 	return 0;
 }
 

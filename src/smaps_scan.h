@@ -46,20 +46,33 @@ enum vm_flag_bit {
 /* What backs a VMA, as far as collapse is concerned. */
 enum vma_kind {
 	VMA_ANON,    /* private anonymous: heap, stack, [anon:…], nameless */
-	VMA_SHMEM,   /* shared anonymous, memfd, SysV shm, /dev/shm (tmpfs) */
+	VMA_SHMEM,   /* shared anonymous, memfd, SysV shm, files on tmpfs (struct vma.shmem_src) */
 	VMA_FILE,    /* any other file mapping */
 	VMA_SPECIAL, /* [vdso], [vvar], [vsyscall], … — never collapsible */
 };
+
+/* Which shmem knob decides a VMA_SHMEM VMA (mm/shmem.c, Linux 6.18:
+ * shmem_allowable_huge_orders() and shmem_huge_global_enabled()). */
+enum shmem_source {
+	SHMEM_SRC_NONE,
+	SHMEM_SRC_ANON,     /* shared anonymous (MAP_SHARED|MAP_ANONYMOUS, /dev/zero): the per-size shmem_enabled */
+	SHMEM_SRC_INTERNAL, /* memfd, SysV shm (the kernel's internal mount): shmem_enabled */
+	SHMEM_SRC_MOUNT,    /* a file on a tmpfs mount, /dev/shm included: the mount's huge= option */
+};
+
+#define VMA_HUGE_UNKNOWN 0xff
 
 struct vma {
 	uint64_t start, end; /* [start, end), bytes */
 	uint64_t offset;     /* file offset in bytes, from the header line */
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
-	char perms[5];    /* "rw-p", NUL-terminated */
-	uint8_t kind;     /* enum vma_kind */
-	uint64_t vmflags; /* VMF() bits */
-	bool has_vmflags; /* a VmFlags: line was seen */
+	char perms[5];      /* "rw-p", NUL-terminated */
+	uint8_t kind;       /* enum vma_kind */
+	uint8_t shmem_src;  /* enum shmem_source; NONE unless kind is VMA_SHMEM */
+	uint8_t mount_huge; /* SHMEM_SRC_MOUNT: the mount's huge= (enum shmem_mode), or VMA_HUGE_UNKNOWN */
+	uint64_t vmflags;   /* VMF() bits */
+	bool has_vmflags;   /* a VmFlags: line was seen */
 	/* "THPeligible: 0|1": the kernel's THP policy answer for this VMA
 	 * (sysfs modes, hg/nh, prctl), absent before Linux 4.19. */
 	bool has_thpeligible, thp_eligible;

@@ -129,13 +129,27 @@ static bool anon_allows(const struct thp_policy *p, bool hg)
 	return mode_allows(p->pmd == THP_INHERIT ? p->enabled : p->pmd, hg);
 }
 
-static bool shmem_allows(const struct thp_policy *p, bool hg)
+/* The mount's huge= (or, for the internal mount, shmem_enabled): always
+ * and within_size → yes (within_size: a block inside i_size, as a mapped
+ * one is), advise → hg, never → no (mm/shmem.c shmem_huge_global_enabled()). */
+static bool huge_allows(unsigned huge, bool hg)
 {
-	bool global = p->shmem == SHMEM_ALWAYS || p->shmem == SHMEM_WITHIN_SIZE || (p->shmem == SHMEM_ADVISE && hg);
+	return huge == SHMEM_ALWAYS || huge == SHMEM_WITHIN_SIZE || (huge == SHMEM_ADVISE && hg);
+}
 
+/* Linux 6.18 mm/shmem.c: deny turns everything off and force everything on
+ * (for shared anonymous memory, the sizes set to inherit); files, memfd
+ * and SysV shm included, follow their mount's huge= (the internal mount's
+ * is shmem_enabled); only shared anonymous memory has per-size knobs
+ * (shmem_allowable_huge_orders(): vma_is_anon_shmem()). */
+static bool shmem_allows(const struct thp_policy *p, const struct vma *v, bool hg)
+{
 	if (p->shmem == SHMEM_DENY)
 		return false;
-	/* force overrides everything but only reaches sizes set to inherit. */
+	if (v->shmem_src == SHMEM_SRC_MOUNT)
+		return p->shmem == SHMEM_FORCE || (v->mount_huge != VMA_HUGE_UNKNOWN && huge_allows(v->mount_huge, hg));
+	if (v->shmem_src == SHMEM_SRC_INTERNAL)
+		return p->shmem == SHMEM_FORCE || huge_allows(p->shmem, hg);
 	if (p->shmem == SHMEM_FORCE)
 		return p->pmd_shmem == SHMEM_INHERIT;
 	switch (p->pmd_shmem) {
@@ -145,7 +159,7 @@ static bool shmem_allows(const struct thp_policy *p, bool hg)
 	case SHMEM_ADVISE:
 		return hg;
 	case SHMEM_INHERIT:
-		return global;
+		return huge_allows(p->shmem, hg);
 	default:
 		return false;
 	}
@@ -161,6 +175,10 @@ bool thp_policy_allows(const struct thp_policy *p, enum thp_scope scope, const s
 		return false;
 	if (!hg && m != THP_PRCTL_NONE) /* except-advised, or not known not to be */
 		return false;
+	/* Scopes stand in for enabled; shmem has its own knobs, which the
+	 * daemon never changes: the kernel's rules hold in every scope. */
+	if (v->kind == VMA_SHMEM)
+		return shmem_allows(p, v, hg);
 	switch (scope) {
 	case THP_SCOPE_MADVISE:
 		return hg;
@@ -172,8 +190,6 @@ bool thp_policy_allows(const struct thp_policy *p, enum thp_scope scope, const s
 	switch (v->kind) {
 	case VMA_ANON:
 		return anon_allows(p, hg);
-	case VMA_SHMEM:
-		return shmem_allows(p, hg);
 	case VMA_FILE:
 		return mode_allows(p->enabled, hg);
 	default:
@@ -211,11 +227,16 @@ enum thp_prctl thp_prctl_infer(const struct thp_policy *live, bool status_thp_en
 	return m;
 }
 
+enum thp_prctl thp_prctl_from_status(bool status_thp_enabled)
+{
+	return status_thp_enabled ? THP_PRCTL_NONE : THP_PRCTL_COMPLETELY;
+}
+
 /* The knobs of v's kind are still the original ones: THPeligible answers. */
 static bool original_in_force(const struct thp_state *st, const struct vma *v)
 {
 	if (v->kind == VMA_SHMEM)
-		return st->live.shmem == st->orig.shmem && st->live.pmd_shmem == st->orig.pmd_shmem;
+		return true; /* the daemon never changes shmem knobs */
 	return st->live.enabled == st->orig.enabled && st->live.pmd == st->orig.pmd;
 }
 
@@ -226,8 +247,11 @@ enum scan_result thp_vma_check(const struct thp_state *st, enum thp_scope scope,
 	if (!v->has_vmflags || (v->vmflags & VMF(NH)) || m == THP_PRCTL_COMPLETELY ||
 	    (v->kind == VMA_SHMEM && st->live.shmem == SHMEM_DENY))
 		return SCAN_INELIGIBLE;
-	if (scope == THP_SCOPE_KERNEL && v->has_thpeligible && original_in_force(st, v))
-		allowed = v->thp_eligible;
+	/* THPeligible says "some order" since Linux 6.8 (THP_ORDERS_ALL): an
+	 * mTHP size alone makes it 1, so the PMD rules must agree too. It
+	 * covers prctl, which the rules then need not guess. */
+	if ((scope == THP_SCOPE_KERNEL || v->kind == VMA_SHMEM) && v->has_thpeligible && original_in_force(st, v))
+		allowed = v->thp_eligible && thp_policy_allows(&st->live, scope, v, THP_PRCTL_NONE);
 	else
 		allowed = thp_policy_allows(&st->orig, scope, v, m);
 	return allowed ? SCAN_CANDIDATE : SCAN_THP_POLICY;

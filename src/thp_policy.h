@@ -12,13 +12,21 @@
  * all checked on this kernel's THPeligible):
  *   anon:  hugepages-2048kB/enabled always → yes, madvise → hg, never → no,
  *          inherit → enabled: always → yes, madvise → hg, never → no.
- *   shmem: shmem_enabled deny → no, force → yes when the per-size file is
- *          inherit; else the per-size file: always/within_size → yes,
- *          advise → hg, never → no, inherit → shmem_enabled: always and
- *          within_size → yes, advise → hg, never → no. Independent of
- *          enabled. (tmpfs files follow their mount's huge= option instead:
- *          our own evaluation treats them like anonymous shmem, but shmem
- *          knobs are never changed by the daemon, so THPeligible decides.)
+ *   shmem: (mm/shmem.c shmem_allowable_huge_orders() and
+ *          shmem_huge_global_enabled()) shmem_enabled deny → no; then by
+ *          what backs the VMA (struct vma.shmem_src):
+ *          - shared anonymous memory: force → yes when the per-size file is
+ *            inherit; else the per-size file: always/within_size → yes,
+ *            advise → hg, never → no, inherit → shmem_enabled: always and
+ *            within_size → yes, advise → hg, never → no;
+ *          - memfd and SysV shm (the kernel's internal mount): force → yes,
+ *            else shmem_enabled as above; per-size files do not apply;
+ *          - files on a tmpfs mount, /dev/shm and /tmp included
+ *            (tmpfs_mounts.h tells them by device): force → yes, else the
+ *            mount's huge= (absent: never) as above.
+ *          Independent of enabled, and of the scope: scopes stand in for
+ *          enabled only. The daemon never changes a shmem knob, so while
+ *          THPeligible is there it decides shmem in every scope.
  *   file:  read-only file THP (CONFIG_READ_ONLY_THP_FOR_FS, a regular file
  *          nobody has open for writing) only where enabled allows the VMA:
  *          always → yes, madvise → hg, never → no. Open-for-write files, and
@@ -29,9 +37,15 @@
  *          PR_THP_DISABLE_EXCEPT_ADVISED → only hg VMAs.
  *
  * Scopes ([collapse] scope): kernel follows the rules above under the
- * original policy; madvise allows hg VMAs only; always allows every VMA as
- * if enabled=always. No scope allows nh, a completely disabled process,
- * non-hg memory of an except-advised process, or shmem under deny.
+ * original policy; madvise allows hg anonymous and file VMAs only; always
+ * allows every anonymous and file VMA as if enabled=always; shmem follows
+ * its own rules in every scope. No scope allows nh, a completely disabled
+ * process, non-hg memory of an except-advised process, or shmem under deny.
+ *
+ * THPeligible is "any order" since Linux 6.8 (THP_ORDERS_ALL): an enabled
+ * mTHP size makes it 1 where PMD-size pages are never, so a 1 counts only
+ * where the PMD rules above agree. Before 6.8 it is the PMD answer
+ * (hugepage_vma_check(vma, vm_flags, smaps=true, ...) in 6.1).
  *
  * The prctl mode. /proc/PID/status THP_enabled is 0 only for "completely";
  * Linux 6.18 shows except-advised nowhere but in THPeligible, which it sets
@@ -105,6 +119,10 @@ bool thp_policy_allows(const struct thp_policy *p, enum thp_scope scope, const s
 /* The prctl mode of a process from its status THP_enabled and its VMAs,
  * read while live was in force (see the header comment). Pure. */
 enum thp_prctl thp_prctl_infer(const struct thp_policy *live, bool status_thp_enabled, const struct vma *v, size_t n);
+
+/* Before Linux 6.18 there is no except-advised mode, and status THP_enabled
+ * is exact (kernel_features.h tells which kernel this is). Pure. */
+enum thp_prctl thp_prctl_from_status(bool status_thp_enabled);
 
 /* The policy's verdict on one VMA: SCAN_CANDIDATE (allowed), SCAN_INELIGIBLE
  * (the kernel refuses MADV_COLLAPSE too: nh, prctl completely, shmem under

@@ -2,7 +2,7 @@
  * integration tests and benchmarks.
  *
  *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise hg|none]
- *               [--prctl none|completely|except] [--advise-huge]
+ *               [--prctl none|completely|except] [--advise-huge] [--file PATH]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
  * buffer in the state its role describes until SIGTERM/SIGINT.
@@ -13,6 +13,9 @@
  * a program that wants khugepaged's huge pages must, yet is not huge yet.
  * --prctl then sets PR_SET_THP_DISABLE: completely, or except for advised
  * memory (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18).
+ *
+ * --file PATH makes the shmem role map PATH (created, sized to the buffer)
+ * MAP_SHARED instead of shared anonymous memory: a file on a tmpfs mount.
  *
  * The matrix role maps six VMAs of N MiB each, in this order: anonymous
  * plain, hg and nh, then shared anonymous (shmem) plain, hg and nh; after
@@ -51,6 +54,7 @@
  * line the second. Any unprivileged process can do this.
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -172,16 +176,28 @@ static char *map_aligned_anon(size_t len)
 /* A shared mapping's pgoff does not follow its address, so trimming its head
  * would break the (vm_start - pgoff) alignment collapse needs. Reserve an
  * aligned hole instead and map the shmem at offset 0 right into it. */
+static const char *shm_file; /* --file */
+
 static char *map_aligned_shmem(size_t len)
 {
 	size_t span = len + HPAGE_SZ;
+	int fd = -1, flags = MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED;
+
+	if (shm_file) {
+		fd = open(shm_file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)len) < 0)
+			die("open --file");
+		flags = MAP_SHARED | MAP_FIXED;
+	}
 	char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (raw == MAP_FAILED)
 		die("mmap reserve");
 	uintptr_t start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1);
-	char *buf = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	char *buf = mmap((void *)start, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (buf == MAP_FAILED)
 		die("mmap shmem");
+	if (fd >= 0)
+		close(fd);
 	size_t head = start - (uintptr_t)raw;
 	if (head)
 		munmap(raw, head);
@@ -376,7 +392,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: hc_workload --role "
 		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve "
-		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge]\n");
+		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
+		"[--file PATH]\n");
 	exit(2);
 }
 
@@ -503,6 +520,8 @@ int main(int argc, char **argv)
 			advise_hg = true;
 		} else if (!strcmp(argv[i], "--prctl") && i + 1 < argc) {
 			prctl_mode = argv[++i];
+		} else if (!strcmp(argv[i], "--file") && i + 1 < argc) {
+			shm_file = argv[++i];
 		} else {
 			usage();
 		}

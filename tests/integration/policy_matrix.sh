@@ -6,7 +6,7 @@
 # anonymous plain, hg (MADV_HUGEPAGE) and nh (MADV_NOHUGEPAGE), and the same
 # three as shared anonymous memory (shmem). After `hugecollapsed --once --pid`
 # each VMA must be huge (AnonHugePages/ShmemPmdMapped) exactly where the
-# rules of src/thp_policy.h say.
+# rules of src/thp_policy.h say (shmem: by shmem_enabled in every scope).
 #
 # Then khugepaged = off: the daemon sets enabled=never, yet keeps applying
 # the policy from before (enabled=madvise): the hg VMA is collapsed, the
@@ -52,6 +52,14 @@ expect()
 	local kind=$1 adv=$2 prctl=$3 scope=$4 en=$5 sh=$6 known_none=0
 	[[ $adv == nh || $prctl == completely ]] && { echo 0; return; }
 	[[ $kind == shmem && $sh == deny ]] && { echo 0; return; }
+	# Shmem follows shmem_enabled in every scope (scopes stand in for
+	# enabled only); THPeligible shows except-advised.
+	if [[ $kind == shmem ]]; then
+		[[ $prctl == except && $adv != hg ]] && { echo 0; return; }
+		[[ $sh == always || $sh == within_size || $sh == force || ($sh == advise && $adv == hg) ]] &&
+			echo 1 || echo 0
+		return
+	fi
 	# Only a THPeligible 1 on memory without MADV_HUGEPAGE shows that a
 	# process did not set except-advised: here, plain anon under always.
 	[[ $prctl == none && $en == always ]] && known_none=1

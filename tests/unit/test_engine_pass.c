@@ -461,6 +461,19 @@ static void first_pass(struct fixture *f)
 						: "");
 }
 
+/* The admin's khugepaged/max_ptes_none = 0 bounds the daemon's 255: read
+ * with the policy, at the first scan (issue 16). */
+static void test_admin_max_ptes_none(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(f->e.admin_max_ptes_none, UINT_MAX); /* not read yet */
+	f->e.thp_dir = HC_FIXTURES "/thp/ptes0";
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->e.admin_max_ptes_none, 0);
+}
+
 static void test_enomem_backs_off(void **state)
 {
 	struct fixture *f = *state;
@@ -1058,6 +1071,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_admin_max_ptes_none, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_one_process_not_everyone, setup, teardown),

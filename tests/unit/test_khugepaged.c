@@ -247,6 +247,30 @@ static void test_off_and_restore(void **state)
 	assert_starts(ENABLED, "madvise");
 }
 
+/* Issue 16: where shmem allows PMD pages, enabled=never leaves khugepaged
+ * running (hugepage_pmd_enabled() counts shmem): off parks it too, and puts
+ * everything back. */
+static void test_off_parks_for_shmem(void **state)
+{
+	struct khugepaged_saved s = {0};
+
+	(void)state;
+	put("shmem_enabled", "always within_size [advise] never deny force\n");
+	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.n, 4);
+	assert_starts(ENABLED, "never");
+	assert_starts(SLEEP, "4294967295");
+	assert_starts(PAGES, "1");
+	assert_int_equal(khugepaged_restore(&s), 0);
+	assert_starts(SLEEP, "10000");
+	assert_starts(PAGES, "4096");
+	assert_starts(ENABLED, "madvise");
+	put("shmem_enabled", "always within_size advise [never] deny force\n");
+	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.n, 2); /* the thread exits: nothing to park */
+	assert_int_equal(khugepaged_restore(&s), 0);
+}
+
 /* Kernels before per-size THP controls have only the top-level file. */
 static void test_off_without_per_size_controls(void **state)
 {
@@ -891,6 +915,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_keep_touches_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_and_restore, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_already_partly_idle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_off_parks_for_shmem, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_off_and_restore, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_off_without_per_size_controls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_off_fails_midway, setup, teardown),

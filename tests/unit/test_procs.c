@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -364,6 +366,105 @@ static void test_cgroup_overlong(void **state)
 
 /* ---- status ---- */
 
+static void test_auxv_random(void **state)
+{
+	(void)state;
+	const uint64_t auxv[] = {6, 4096, 25, 0x7ffc1234, 0, 0}, none[] = {6, 4096, 0, 0, 25, 1};
+	uint64_t addr = 0;
+
+	assert_int_equal(parse_auxv_random(auxv, sizeof(auxv), &addr), 0);
+	assert_int_equal(addr, 0x7ffc1234);
+	assert_int_equal(parse_auxv_random(none, sizeof(none), &addr), -ENOENT);         /* after AT_NULL */
+	assert_int_equal(parse_auxv_random(auxv, 3 * sizeof(uint64_t), &addr), -ENOENT); /* cut before the value */
+}
+
+/* Both fingerprints of a process that reads its PID directory. */
+static void fingerprints(pid_t pid, uint64_t *stat_id, uint64_t *rnd)
+{
+	char path[64];
+	struct proc_sample ps;
+	int dirfd;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(read_proc_stat(dirfd, &ps), 0);
+	*stat_id = ps.exec_id;
+	*rnd = read_exec_random(dirfd);
+	close(dirfd);
+}
+
+/* Is pid running the loop's image: /bin/sh -c "$X"? */
+static bool in_loop(pid_t pid, const char *loop)
+{
+	char path[64], cmd[256], want[256];
+	int n = snprintf(want, sizeof(want), "/bin/sh%c-c%c%s", 0, 0, loop) + 1;
+	ssize_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	got = read_small_file_at(AT_FDCWD, path, cmd, sizeof(cmd));
+	return got == n && !memcmp(cmd, want, (size_t)n);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Issue 16: with ASLR off (here: ADDR_NO_RANDOMIZE for one shell, which
+ * execve() keeps), a re-exec of the same binary with the same argv and
+ * environment has the same addresses, so stat's fingerprint alone stays
+ * the same; the AT_RANDOM bytes of the new image do not. */
+static void test_exec_random_aslr_off(void **state)
+{
+	(void)state;
+	static const char loop[] = "read l; exec /bin/sh -c \"$X\"";
+	uint64_t s1, r1, s2, r2;
+	double deadline;
+	int in[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(in), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		if (personality(ADDR_NO_RANDOMIZE) < 0)
+			_exit(2);
+		setenv("X", loop, 1);
+		execl("/bin/sh", "/bin/sh", "-c", loop, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	for (deadline = now_s() + 10; !in_loop(pid, loop) && now_s() < deadline;)
+		usleep(1000);
+	assert_true(in_loop(pid, loop));
+	fingerprints(pid, &s2, &r2);
+	assert_true(r2 != 0);
+	/* Two re-execs of the same /bin/sh -c "$X": the second and the third
+	 * image were both started by the shell, with its environment. */
+	for (int i = 0; i < 2; i++) {
+		s1 = s2;
+		r1 = r2;
+		assert_int_equal(write(in[1], "\n", 1), 1);
+		for (deadline = now_s() + 10; now_s() < deadline; usleep(1000)) {
+			fingerprints(pid, &s2, &r2);
+			if (r2 != r1 && r2 != 0)
+				break;
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(in[1]);
+	assert_true(r2 != r1); /* the new image has new AT_RANDOM bytes */
+	assert_true(s2 == s1); /* the bug: its addresses alone did not change */
+	assert_true((s1 ^ r1) != (s2 ^ r2));
+}
+
 static void test_status_thp(void **state)
 {
 	(void)state;
@@ -562,6 +663,8 @@ int main(void)
 	    cmocka_unit_test(test_cgroup_overlong),
 	    cmocka_unit_test(test_read_cgroup_fails_closed),
 	    cmocka_unit_test(test_status_thp),
+	    cmocka_unit_test(test_auxv_random),
+	    cmocka_unit_test(test_exec_random_aslr_off),
 	    cmocka_unit_test(test_read_small_file_at),
 	    cmocka_unit_test(test_proc_root),
 	    cmocka_unit_test(test_live_self),

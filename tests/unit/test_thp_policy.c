@@ -104,14 +104,16 @@ static void test_shmem_matrix(void **state)
 		enum shmem_mode sh;
 		const char *kernel, *madvise, *always;
 	} rows[] = {
-	    {SHMEM_ADVISE, "010000010", "010000010", "110000010"},
-	    {SHMEM_NEVER, "000000000", "010000010", "110000010"},
+	    {SHMEM_ADVISE, "010000010", "010000010", "010000010"},
+	    {SHMEM_NEVER, "000000000", "000000000", "000000000"},
 	    {SHMEM_DENY, "000000000", "000000000", "000000000"},
-	    {SHMEM_ALWAYS, "110000010", "010000010", "110000010"},
-	    {SHMEM_WITHIN_SIZE, "110000010", "010000010", "110000010"},
-	    {SHMEM_FORCE, "110000010", "010000010", "110000010"},
+	    {SHMEM_ALWAYS, "110000010", "110000010", "110000010"},
+	    {SHMEM_WITHIN_SIZE, "110000010", "110000010", "110000010"},
+	    {SHMEM_FORCE, "110000010", "110000010", "110000010"},
 	};
-	/* shmem ignores enabled: the same answers under each. */
+	/* shmem ignores enabled: the same answers under each; and the scopes,
+	 * which stand in for enabled only (scope = madvise does not override
+	 * shmem_enabled = never). */
 	static const enum thp_mode ens[] = {THP_MADVISE, THP_ALWAYS, THP_NEVER};
 	for (size_t e = 0; e < 3; e++) {
 		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -140,6 +142,56 @@ static void test_shmem_per_size(void **state)
 	p = pol(THP_MADVISE, SHMEM_FORCE);
 	p.pmd_shmem = SHMEM_NEVER;
 	check_cells(&p, THP_SCOPE_KERNEL, VMA_SHMEM, "000000000", "force, pmd_shmem=never");
+}
+
+static struct vma mkshm(enum shmem_source src, uint8_t huge, uint64_t flags)
+{
+	struct vma v = mkvma(VMA_SHMEM, flags);
+
+	v.shmem_src = (uint8_t)src;
+	v.mount_huge = huge;
+	return v;
+}
+
+static void check_shm(const struct thp_policy *p, enum shmem_source src, uint8_t huge, const char *want,
+		      const char *what)
+{
+	static const enum thp_scope scopes[] = {THP_SCOPE_KERNEL, THP_SCOPE_MADVISE, THP_SCOPE_ALWAYS};
+
+	for (size_t s = 0; s < 3; s++)
+		for (int a = 0; a < 3; a++) {
+			struct vma v = mkshm(src, huge, advice[a]);
+			bool got = thp_policy_allows(p, scopes[s], &v, THP_PRCTL_NONE);
+
+			if (got != (want[a] == '1'))
+				fail_msg("%s scope=%s advice=%d: got %d", what, thp_scope_name(scopes[s]), a, got);
+		}
+}
+
+/* A file on a tmpfs mount follows the mount's huge=, memfd and SysV shm
+ * shmem_enabled; neither the per-size shmem files (shared anonymous memory
+ * only), nor enabled, nor the scope. deny and force override all. */
+static void test_shmem_sources(void **state)
+{
+	(void)state;
+	struct thp_policy p = pol(THP_ALWAYS, SHMEM_ADVISE);
+
+	p.pmd_shmem = SHMEM_ALWAYS;
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_NEVER, "000", "huge=never");
+	check_shm(&p, SHMEM_SRC_MOUNT, VMA_HUGE_UNKNOWN, "000", "huge unknown");
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_ADVISE, "010", "huge=advise");
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_WITHIN_SIZE, "110", "huge=within_size");
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_ALWAYS, "110", "huge=always");
+	check_shm(&p, SHMEM_SRC_INTERNAL, VMA_HUGE_UNKNOWN, "010", "memfd, shmem_enabled=advise");
+	check_shm(&p, SHMEM_SRC_ANON, VMA_HUGE_UNKNOWN, "110", "shared anon, pmd shmem always");
+	p.shmem = SHMEM_NEVER;
+	check_shm(&p, SHMEM_SRC_INTERNAL, VMA_HUGE_UNKNOWN, "000", "memfd, shmem_enabled=never");
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_ALWAYS, "110", "huge=always, shmem_enabled=never");
+	p.shmem = SHMEM_FORCE;
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_NEVER, "110", "force over huge=never");
+	check_shm(&p, SHMEM_SRC_INTERNAL, VMA_HUGE_UNKNOWN, "110", "force, memfd");
+	p.shmem = SHMEM_DENY;
+	check_shm(&p, SHMEM_SRC_MOUNT, SHMEM_ALWAYS, "000", "deny over huge=always");
 }
 
 static void test_file_and_special(void **state)
@@ -173,9 +225,13 @@ static void test_vma_check(void **state)
 	hg.thp_eligible = true;
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
-	/* THPeligible is the kernel's answer: it wins over our evaluation. */
+	/* THPeligible is "some order" since 6.8: with only an mTHP size
+	 * enabled it reads 1 where PMD-size pages are not allowed. */
 	plain.thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
+	st.live.pmd = st.orig.pmd = THP_ALWAYS; /* hugepages-2048kB/enabled=always */
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	st.live.pmd = st.orig.pmd = THP_INHERIT;
 	hg.thp_eligible = false; /* e.g. prctl completely, or a policy we do not model */
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_NONE), SCAN_THP_POLICY);
 
@@ -191,10 +247,26 @@ static void test_vma_check(void **state)
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_EXCEPT_ADVISED), SCAN_THP_POLICY);
 
-	/* Shmem knobs are the daemon's never: its THPeligible still answers. */
+	/* Shmem knobs are never the daemon's: its THPeligible still answers,
+	 * in every scope. */
 	struct vma shm = mkvma(VMA_SHMEM, 0);
+	st.live.shmem = st.orig.shmem = SHMEM_ALWAYS;
 	shm.has_thpeligible = shm.thp_eligible = true;
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &shm, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
+	shm.thp_eligible = false; /* e.g. except-advised */
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &shm, THP_PRCTL_NONE), SCAN_THP_POLICY);
+
+	/* Issue 16 defect 5: an hg file on a huge=never tmpfs at /tmp under
+	 * khugepaged = off reads THPeligible 0, and stays out whatever the
+	 * recorded enabled says; the same VMA taken for a file was collapsed. */
+	struct vma tmpf = mkshm(SHMEM_SRC_MOUNT, SHMEM_NEVER, VMF(HG));
+	tmpf.has_thpeligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &tmpf, THP_PRCTL_NONE), SCAN_THP_POLICY);
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_MADVISE, &tmpf, THP_PRCTL_NONE), SCAN_THP_POLICY);
+	tmpf.mount_huge = SHMEM_ADVISE;
+	tmpf.thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &tmpf, THP_PRCTL_NONE), SCAN_CANDIDATE);
+	st.live.shmem = st.orig.shmem = SHMEM_NEVER;
 
 	/* Scopes other than kernel do not use THPeligible. */
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_MADVISE, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
@@ -220,6 +292,9 @@ static void test_prctl_infer(void **state)
 		v[i].has_thpeligible = true;
 	v[0].thp_eligible = true; /* hg: says nothing about except-advised */
 	assert_int_equal(thp_prctl_infer(&madv, false, v, 3), THP_PRCTL_COMPLETELY);
+	/* Before 6.18 status THP_enabled is exact. */
+	assert_int_equal(thp_prctl_from_status(true), THP_PRCTL_NONE);
+	assert_int_equal(thp_prctl_from_status(false), THP_PRCTL_COMPLETELY);
 	/* enabled=madvise: a plain VMA reads 0 whatever the process did. */
 	assert_int_equal(thp_prctl_infer(&madv, true, v, 3), THP_PRCTL_UNKNOWN);
 	/* enabled=always: 0 on a plain anonymous VMA means except-advised... */
@@ -365,11 +440,12 @@ static void test_describe(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_anon_matrix),      cmocka_unit_test(test_anon_per_size),
-	    cmocka_unit_test(test_shmem_matrix),     cmocka_unit_test(test_shmem_per_size),
-	    cmocka_unit_test(test_file_and_special), cmocka_unit_test(test_vma_check),
-	    cmocka_unit_test(test_prctl_infer),      cmocka_unit_test(test_parse_modes),
-	    cmocka_unit_test(test_state_read),       cmocka_unit_test(test_describe),
+	    cmocka_unit_test(test_anon_matrix),   cmocka_unit_test(test_anon_per_size),
+	    cmocka_unit_test(test_shmem_matrix),  cmocka_unit_test(test_shmem_per_size),
+	    cmocka_unit_test(test_shmem_sources), cmocka_unit_test(test_file_and_special),
+	    cmocka_unit_test(test_vma_check),     cmocka_unit_test(test_prctl_infer),
+	    cmocka_unit_test(test_parse_modes),   cmocka_unit_test(test_state_read),
+	    cmocka_unit_test(test_describe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,19 @@
 # it can only ever act on this test's own processes), with
 # scan_interval_ms = 10 and full_rescan_s = 1.
 #
+# On a small machine the storm overloads the CPUs (68 loops of fork and
+# exec every 10-50 ms; on this 2-vCPU machine a nominal 8 s round took 157 s
+# with no daemon at all, 205 s with it, the daemon using 0.7% of a CPU), and
+# the namespace overran its deadline: timeout's SIGTERM to the process group
+# then stopped the daemon (reported as "not alive") and killed an awk
+# mid-step ("sleep: invalid time interval ''"). The deadline is now its own
+# assertion, the ramp forks nothing but the loops, and each round's end time
+# is logged. The storm is not made gentler: at nice 19 the test passed here
+# but so did the old code, ASan silent. A PID comes back only after the ~60
+# free ones were handed out, so one sample must span that many forks: the
+# storm finds the bug by starving the daemon, and needs a redesign to do so
+# in bounded time on a small machine (issue 17, not done).
+#
 # engine_sample() once reserved table slots for new PIDs only, not for
 # recycled ones, and wrote past the table when two or more PIDs were
 # recycled with the table at capacity. Each of ROUNDS rounds starts a new
@@ -41,12 +54,15 @@ RESULT=$HC_TMP/result
 # process left in the namespace, so nothing outlives the test.
 # shellcheck disable=SC2016 # expanded by the inner shell
 INNER='
-bin=$1 conf=$2 log=$3 result=$4 seconds=$5 pool=$6 rounds=$7
+bin=$1 conf=$2 log=$3 result=$4 step=$5 pool=$6 rounds=$7
 if ! echo $((300 + pool)) >/proc/sys/kernel/pid_max; then
 	echo "pid_max=fail" >"$result"
 	exit 1
 fi
 echo "pid_max=ok" >"$result"
+# The ramp waits with read -t on a FIFO it holds open for writing itself
+# (so it never reads EOF): a fork per step would wait behind the storm.
+mkfifo "$result.tick" && exec {tick}<>"$result.tick"
 # The daemon, behind a wrapper that stays alive as long as it runs, passes on
 # SIGTERM and writes its exit status to $result.rc.
 run_daemon()
@@ -85,10 +101,11 @@ for ((round = 0; round < rounds; round++)); do
 	for ((i = 0; i < 68; i++)); do
 		storm &
 		loops+=($!)
-		sleep "$(awk -v s="$seconds" -v r="$rounds" "BEGIN { printf \"%.3f\", s / r / 68 }")"
+		read -r -t "$step" -u "$tick" _
 	done
 	kill "${loops[@]}" 2>/dev/null
 	wait "${loops[@]}" 2>/dev/null
+	echo "round$round=${SECONDS}s" >>"$result"
 	# Not kill -0: in this small pool, the PID of a daemon that died
 	# soon belongs to another process. Its wrapper says.
 	if [[ -e $result.rc ]]; then
@@ -112,11 +129,19 @@ done
 echo "reused=$reused" >>"$result"
 echo "alive=$alive" >>"$result"
 echo "exit=$bad_exit" >>"$result"'
-timeout $((STORM_S + 60)) unshare --pid --fork --mount-proc --kill-child \
-	bash -c "$INNER" inner "$HC_BIN" "$CONF" "$LOG" "$RESULT" "$STORM_S" "$POOL" "$ROUNDS"
-hc_log "namespace: $(tr '\n' ' ' <"$RESULT" 2>/dev/null)"
+# Each round adds 68 loops, one every STEP seconds.
+STEP=$(awk -v s="$STORM_S" -v r="$ROUNDS" 'BEGIN { printf "%.3f", s / r / 68 }')
+DEADLINE=$(hc_scaled $((STORM_S + 60)))
+start=$SECONDS
+timeout "$DEADLINE" unshare --pid --fork --mount-proc --kill-child \
+	bash -c "$INNER" inner "$HC_BIN" "$CONF" "$LOG" "$RESULT" "$STEP" "$POOL" "$ROUNDS"
+rc=$?
+hc_log "namespace: $(tr '\n' ' ' <"$RESULT" 2>/dev/null)exit $rc after $((SECONDS - start)) s"
 res() { sed -n "s/^$1=//p" "$RESULT" 2>/dev/null; }
 
+# timeout's SIGTERM reaches the whole process group, the daemon too: a
+# namespace that overran would show as a daemon that died.
+assert_eq "the namespace ran all $ROUNDS rounds within ${DEADLINE} s" "$rc" 0
 assert_eq "pid_max set inside the PID namespace" "$(res pid_max)" ok
 assert_eq "PIDs were reused in the namespace" "$(res reused)" 1
 assert_eq "daemon alive after every round of the fork storm" "$(res alive)" 1

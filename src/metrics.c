@@ -128,6 +128,10 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	const struct pass_stats *t = &e->total;
 	struct timespec now;
 
+	/* The version the package, --version and this series agree on
+	 * (CMake's project(VERSION), checked against debian/changelog by lint). */
+	header(f, "hugecollapsed_build_info", "gauge", "Always 1; the version of the running daemon as a label.");
+	fprintf(f, "hugecollapsed_build_info{version=\"%s\"} 1\n", HC_VERSION);
 	scalar_u64(f, "hugecollapsed_passes_total", "counter", "Passes completed.", e->passes);
 	scalar_u64(f, "hugecollapsed_passes_idle_total", "counter",
 		   "Passes skipped because no process page-faulted since the last full pass and nothing was pending.",

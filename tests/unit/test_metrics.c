@@ -127,6 +127,7 @@ static void test_values(void **state)
 
 	(void)state;
 	assert_line(t, "hugecollapsed_passes_total 7");
+	assert_line(t, "hugecollapsed_build_info{version=\"" HC_VERSION "\"} 1");
 	assert_line(t, "hugecollapsed_scan_seconds_total 1.500000");
 	assert_line(t, "hugecollapsed_collapse_seconds_total 0.250000");
 	assert_line(t, "hugecollapsed_processes_scanned_total 11");

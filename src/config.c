@@ -25,6 +25,7 @@
 
 #define CONFIG_MAX_FILE_BYTES  (1u << 20) /* a config file is tiny; anything bigger is a mistake */
 #define CONFIG_DEFAULT_METRICS "/run/hugecollapsed/metrics.prom"
+#define CONFIG_TEXTFILE_NAME   "hugecollapsed.prom"
 #define CONFIG_DEFAULT_STATE   "/run/hugecollapsed/khugepaged.state"
 #define CGROUP_DIR_NAME        "cgroup.d"
 
@@ -655,6 +656,21 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/* Debian's prometheus-node-exporter reads *.prom files from this one
+ * directory (bookworm's 1.5, its --collector.textfile.directory default). */
+const char *config_textfile_dir = "/var/lib/prometheus/node-exporter";
+
+char *config_default_metrics_file(const char *textfile_dir)
+{
+	struct stat st;
+
+	/* A file there outlives the daemon (/run/hugecollapsed goes on stop),
+	 * so a stopped daemon shows as a stale last-pass timestamp. */
+	if (textfile_dir && *textfile_dir && stat(textfile_dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return path_join(textfile_dir, CONFIG_TEXTFILE_NAME);
+	return strdup(CONFIG_DEFAULT_METRICS);
+}
+
 static int defaults_into(struct config *c)
 {
 	char *dir = dir_of(HC_DEFAULT_CONFIG);
@@ -666,7 +682,7 @@ static int defaults_into(struct config *c)
 	c->alloc_backoff_ms = 60000;
 	c->coverage_top_cgroups = 10;
 	c->defaults = policy_default;
-	c->metrics_file = strdup(CONFIG_DEFAULT_METRICS);
+	c->metrics_file = config_default_metrics_file(config_textfile_dir);
 	c->state_file = strdup(CONFIG_DEFAULT_STATE);
 	c->cgroup_dir = dir ? path_join(dir, CGROUP_DIR_NAME) : NULL;
 	free(dir);

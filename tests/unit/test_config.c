@@ -38,6 +38,8 @@ static int setup(void **state)
 		return -1;
 	chmod(tmp, 0755); /* mkdtemp makes 0700; fine, but be explicit */
 	err[0] = '\0';
+	/* Whether this host has node_exporter's directory must not matter. */
+	config_textfile_dir = "/nonexistent/node-exporter";
 	return 0;
 }
 
@@ -340,6 +342,32 @@ static void test_missing_file(void **state)
 	assert_int_equal(c.nrules, 1);
 	assert_int_equal(config_policy_for(&c, "/a/b")->weight, 5);
 	config_free(&c);
+}
+
+/* Where node_exporter's textfile directory exists, the metrics go there;
+ * a file of that name, or nothing, leaves them in /run. */
+static void test_default_metrics_file(void **state)
+{
+	struct config c;
+	char *p;
+
+	(void)state;
+	make_dir("textfile");
+	config_textfile_dir = tpath("textfile");
+	config_defaults(&c);
+	assert_string_equal(c.metrics_file, tpath("textfile/hugecollapsed.prom"));
+	config_free(&c);
+
+	write_file("plain", "");
+	p = config_default_metrics_file(tpath("plain"));
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
+	p = config_default_metrics_file("");
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
+	p = config_default_metrics_file(NULL);
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
 }
 
 /* ---- errors in the main file: exact FILE:LINE: key 'K': why ---- */
@@ -865,6 +893,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_every_key_parsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syntax_variants_accepted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_default_metrics_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_main_value_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_main_structure_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_and_binary_lines, setup, teardown),

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -422,7 +423,7 @@ int service_run(const char *config_path)
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
-		return 1;
+		return EX_CONFIG; /* 78: RestartPreventExitStatus= in the unit */
 	}
 	if (check_privileges(true, err, sizeof(err)) < 0) {
 		log_err("%s", err);

@@ -81,8 +81,10 @@ extern const char *config_textfile_dir;
 /* Fills c with the built-in defaults (no file read). */
 void config_defaults(struct config *c);
 
-/* Loads path (or built-in defaults if path is NULL). missing_ok: a missing
- * main file means defaults, as for --once without --config. Checks that each
+/* Loads path (or built-in defaults if path is NULL), then the *.conf
+ * drop-ins of path.d in name order (a key there replaces the value before
+ * it), then cgroup_dir. missing_ok: a missing main file means defaults, as
+ * for --once without --config. Checks that each
  * file and directory is owned by root and not writable by group or others
  * (skip_owner_check for unit tests on fixtures owned by someone else).
  * Returns 0, or -1 with err filled. On success *out is overwritten, not freed:

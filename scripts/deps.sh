@@ -10,6 +10,7 @@ packages=(
 	jq man-db procps libcap2-bin strace util-linux
 	gnuplot-nox # bench/plot.sh: the benchmark plots
 	debootstrap systemd-container
+	debhelper dpkg-dev lintian # the .deb (scripts/deb.sh) and tests/integration/package.sh
 	prometheus # only for promtool (tests/integration/metrics.sh, alerts.sh): 19 MB, 96 MB installed
 	prometheus-node-exporter curl # the exporter binary and a client, for tests/integration/coverage.sh
 )

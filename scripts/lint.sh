@@ -20,7 +20,11 @@
 #    strcpy by design, which cert-err34-c and insecureAPI.strcpy reject.
 #    Single findings in src/ are suppressed inline with NOLINT and a reason.
 # 5. shellcheck (severity warning and up) on every script in scripts/
-#    tests/ bench/ .ci/, following the files they source.
+#    tests/ bench/ .ci/ and the maintainer scripts in debian/, following
+#    the files they source.
+# 6. One version: CMake's project(VERSION) (which --version and the
+#    hugecollapsed_build_info metric print) is the upstream part of the
+#    newest debian/changelog entry.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LINT_BUILD_DIR:-$src/build-lint}
@@ -76,9 +80,22 @@ for f in fuzz/*.c; do
 done
 
 # Every shell script the project runs: the suite is mostly shell.
-mapfile -t scripts < <(find scripts tests bench .ci -type f \( -name '*.sh' -o -name run \) | sort)
+mapfile -t scripts < <({
+	find scripts tests bench .ci -type f \( -name '*.sh' -o -name run \)
+	find debian -maxdepth 1 -type f \( -name '*.postinst' -o -name '*.prerm' -o -name '*.postrm' -o -name '*.preinst' \)
+} 2>/dev/null | sort)
 step "shellcheck (${#scripts[@]} scripts)"
 shellcheck -x -S warning "${scripts[@]}" || fail=1
+
+step "version: CMakeLists.txt and debian/changelog"
+cmake_version=$(sed -nE 's/^project\(hugecollapsed VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+deb_version=$(dpkg-parsechangelog -l debian/changelog -S Version)
+deb_upstream=${deb_version#*:}  # no epoch
+deb_upstream=${deb_upstream%-*} # no Debian revision (none for a native package)
+if [[ -z $cmake_version || $cmake_version != "$deb_upstream" ]]; then
+	echo "version: CMakeLists.txt says '$cmake_version', debian/changelog '$deb_version'"
+	fail=1
+fi
 
 ((fail == 0)) && step "clean" || step "FAILED"
 exit "$fail"

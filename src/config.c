@@ -25,6 +25,7 @@
 
 #define CONFIG_MAX_FILE_BYTES  (1u << 20) /* a config file is tiny; anything bigger is a mistake */
 #define CONFIG_DEFAULT_METRICS "/run/hugecollapsed/metrics.prom"
+#define CONFIG_TEXTFILE_NAME   "hugecollapsed.prom"
 #define CONFIG_DEFAULT_STATE   "/run/hugecollapsed/khugepaged.state"
 #define CGROUP_DIR_NAME        "cgroup.d"
 
@@ -658,6 +659,21 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/* Debian's prometheus-node-exporter reads *.prom files from this one
+ * directory (bookworm's 1.5, its --collector.textfile.directory default). */
+const char *config_textfile_dir = "/var/lib/prometheus/node-exporter";
+
+char *config_default_metrics_file(const char *textfile_dir)
+{
+	struct stat st;
+
+	/* A file there outlives the daemon (/run/hugecollapsed goes on stop),
+	 * so a stopped daemon shows as a stale last-pass timestamp. */
+	if (textfile_dir && *textfile_dir && stat(textfile_dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return path_join(textfile_dir, CONFIG_TEXTFILE_NAME);
+	return strdup(CONFIG_DEFAULT_METRICS);
+}
+
 static int defaults_into(struct config *c)
 {
 	char *dir = dir_of(HC_DEFAULT_CONFIG);
@@ -672,7 +688,7 @@ static int defaults_into(struct config *c)
 	c->pressure_full_pct = 2;
 	c->pressure_free_margin_mb = 64;
 	c->defaults = policy_default;
-	c->metrics_file = strdup(CONFIG_DEFAULT_METRICS);
+	c->metrics_file = config_default_metrics_file(config_textfile_dir);
 	c->state_file = strdup(CONFIG_DEFAULT_STATE);
 	c->cgroup_dir = dir ? path_join(dir, CGROUP_DIR_NAME) : NULL;
 	free(dir);
@@ -837,10 +853,104 @@ out:
 	return ok;
 }
 
+/* A directory of config files: root's, and only root may write it. */
+static bool trusted_dir(int fd, const char *dir, bool skip_owner_check, char *msg, size_t msglen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		fail_file(msg, msglen, dir, "cannot stat: %s", strerror(errno));
+		return false;
+	}
+	if (!skip_owner_check && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		if (st.st_uid != 0)
+			fail_file(msg, msglen, dir, "owned by uid %u, not root; refusing to trust it (chown root)",
+				  (unsigned)st.st_uid);
+		else
+			fail_file(msg, msglen, dir, "writable by %s (mode %04o); refusing to trust it (chmod go-w)",
+				  (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
+		return false;
+	}
+	return true;
+}
+
+/* ---- the drop-in directory: the *.conf files of PATH.d, after PATH ---- */
+
+/* One drop-in: the main file's sections and keys; a key set here replaces
+ * the value of the main file or of an earlier drop-in (within one file, a
+ * key set twice is still an error). */
+static bool load_dropin(struct config *c, int dirfd, const char *dirpath, const char *name, bool skip_owner_check,
+			char *msg, size_t msglen)
+{
+	char *shown = path_join(dirpath, name), *buf = NULL, *main_dir = NULL;
+	struct parse p = {.file = shown, .c = c, .policy = &c->defaults, .msg = msg, .msglen = msglen};
+	bool ok = false;
+
+	if (!shown) {
+		fail_file(msg, msglen, dirpath, "out of memory");
+		return false;
+	}
+	if (read_config_file(dirfd, name, shown, skip_owner_check, &buf, &p.len, msg, msglen) != 0)
+		goto out; /* 1: it vanished between readdir and open; a concurrent edit */
+	p.buf = buf;
+	if (!parse_buffer(&p))
+		goto out;
+	/* A relative cgroup_dir is relative to the main file's directory. */
+	if (c->cgroup_dir[0] != '/' && key_was_set(&p, "cgroup_dir")) {
+		char *abs = (main_dir = dir_of(c->path)) ? path_join(main_dir, c->cgroup_dir) : NULL;
+
+		if (!abs) {
+			fail_file(msg, msglen, shown, "out of memory");
+			goto out;
+		}
+		free(c->cgroup_dir);
+		c->cgroup_dir = abs;
+	}
+	ok = true;
+out:
+	if (!ok && !p.failed && msg[0] == '\0')
+		fail_file(msg, msglen, shown, "vanished while loading");
+	free(main_dir);
+	free(shown);
+	free(buf);
+	return ok;
+}
+
+static bool load_dropin_dir(struct config *c, bool skip_owner_check, char *msg, size_t msglen)
+{
+	char *dir = malloc(strlen(c->path) + 3), **names;
+	bool ok = true;
+	int fd;
+
+	if (!dir) {
+		fail_file(msg, msglen, c->path, "out of memory");
+		return false;
+	}
+	strcat(strcpy(dir, c->path), ".d");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ok = errno == ENOENT; /* no drop-ins */
+		if (!ok)
+			fail_file(msg, msglen, dir, "cannot open the drop-in directory: %s", strerror(errno));
+		free(dir);
+		return ok;
+	}
+	names = trusted_dir(fd, dir, skip_owner_check, msg, msglen) ? list_conf_files(fd, dir, msg, msglen) : NULL;
+	ok = names != NULL;
+	for (size_t i = 0; names && names[i]; i++) {
+		if (ok)
+			ok = load_dropin(c, fd, dir, names[i], skip_owner_check, msg, msglen);
+		free(names[i]);
+	}
+	free(names);
+	close(fd);
+	free(dir);
+	return ok;
+}
+
 static bool load_cgroup_dir(struct config *c, bool skip_owner_check, char *msg, size_t msglen)
 {
 	const char *dir = c->cgroup_dir;
-	struct stat st;
 	char **names;
 	bool ok = true;
 	int fd;
@@ -855,18 +965,7 @@ static bool load_cgroup_dir(struct config *c, bool skip_owner_check, char *msg, 
 			fail_file(msg, msglen, dir, "cannot open cgroup_dir: %s", strerror(errno));
 		return false;
 	}
-	if (fstat(fd, &st) < 0) {
-		fail_file(msg, msglen, dir, "cannot stat: %s", strerror(errno));
-		close(fd);
-		return false;
-	}
-	if (!skip_owner_check && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-		if (st.st_uid != 0)
-			fail_file(msg, msglen, dir, "owned by uid %u, not root; refusing to trust it (chown root)",
-				  (unsigned)st.st_uid);
-		else
-			fail_file(msg, msglen, dir, "writable by %s (mode %04o); refusing to trust it (chmod go-w)",
-				  (st.st_mode & S_IWOTH) ? "others" : "group", (unsigned)(st.st_mode & 07777));
+	if (!trusted_dir(fd, dir, skip_owner_check, msg, msglen)) {
 		close(fd);
 		return false;
 	}
@@ -899,6 +998,7 @@ int config_load(const char *path, bool missing_ok, bool skip_owner_check, struct
 		goto fail_nofree;
 	}
 	if (path && (!load_main(&c, path, missing_ok, skip_owner_check, msg, sizeof(msg)) ||
+		     !load_dropin_dir(&c, skip_owner_check, msg, sizeof(msg)) ||
 		     !load_cgroup_dir(&c, skip_owner_check, msg, sizeof(msg))))
 		goto fail;
 	*out = c;

@@ -54,7 +54,7 @@ struct config {
 	char *path; /* the main file */
 	/* [daemon] */
 	unsigned scan_interval_ms;       /* 1000, 0..3600000; 0 = back to back */
-	char *metrics_file;              /* /run/hugecollapsed/metrics.prom; "" = none */
+	char *metrics_file;              /* see config_default_metrics_file(); "" = none */
 	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
 	enum khugepaged_mode khugepaged; /* keep */
 	char *state_file;                /* /run/hugecollapsed/khugepaged.state; "" = memory only */
@@ -74,11 +74,21 @@ struct config {
 
 #define HC_DEFAULT_CONFIG "/etc/hugecollapsed/hugecollapsed.conf"
 
+/* The default metrics_file: DIR/hugecollapsed.prom where the directory DIR
+ * exists (node_exporter's textfile collector), else
+ * /run/hugecollapsed/metrics.prom. Allocated; NULL without memory. */
+char *config_default_metrics_file(const char *textfile_dir);
+/* The DIR config_defaults() passes: /var/lib/prometheus/node-exporter (a
+ * seam for tests, which must not depend on this host). */
+extern const char *config_textfile_dir;
+
 /* Fills c with the built-in defaults (no file read). */
 void config_defaults(struct config *c);
 
-/* Loads path (or built-in defaults if path is NULL). missing_ok: a missing
- * main file means defaults, as for --once without --config. Checks that each
+/* Loads path (or built-in defaults if path is NULL), then the *.conf
+ * drop-ins of path.d in name order (a key there replaces the value before
+ * it), then cgroup_dir. missing_ok: a missing main file means defaults, as
+ * for --once without --config. Checks that each
  * file and directory is owned by root and not writable by group or others
  * (skip_owner_check for unit tests on fixtures owned by someone else).
  * Returns 0, or -1 with err filled. On success *out is overwritten, not freed:

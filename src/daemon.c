@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,9 @@ enum {
 	EXIT_ERROR = 1,
 	EXIT_USAGE = 2,
 	EXIT_PRIVILEGE = 4,
+	/* A configuration that does not load: the unit's
+	 * RestartPreventExitStatus= keeps systemd from restarting it forever. */
+	EXIT_CONFIG = EX_CONFIG, /* 78 */
 };
 
 #define MAX_PIDS 4096
@@ -175,8 +179,11 @@ static int load_config(const struct cli *c, struct config *cfg)
 {
 	char err[1024];
 
-	/* Without --config a missing default file means built-in defaults. */
-	if (config_load(c->config ? c->config : HC_DEFAULT_CONFIG, !c->config, false, cfg, err, sizeof(err)) < 0) {
+	/* Without --config a missing default file means built-in defaults,
+	 * except for --check-config: a file that is not there is not valid. */
+	bool missing_ok = !c->config && !c->check_config;
+
+	if (config_load(c->config ? c->config : HC_DEFAULT_CONFIG, missing_ok, false, cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		return -1;
 	}
@@ -218,7 +225,7 @@ static int run_once(const struct cli *c)
 	int r;
 
 	if (load_config(c, &cfg) < 0)
-		return EXIT_ERROR;
+		return EXIT_CONFIG;
 	if (check_privileges(!c->dry_run, msg, sizeof(msg)) < 0) {
 		log_err("%s", msg);
 		config_free(&cfg);
@@ -292,14 +299,14 @@ int main(int argc, char **argv)
 	log_set_verbose(c.verbose);
 	if (c.check_config) {
 		if (load_config(&c, &cfg) < 0)
-			return EXIT_ERROR;
+			return EXIT_CONFIG;
 		printf("%s: OK (%zu cgroup policies)\n", cfg.path ? cfg.path : "built-in defaults", cfg.nrules);
 		config_free(&cfg);
 		return EXIT_OK;
 	}
 	if (c.status) {
 		if (load_config(&c, &cfg) < 0)
-			return EXIT_ERROR;
+			return EXIT_CONFIG;
 		r = status_run(stdout, cfg.metrics_file, c.json); /* status.h */
 		config_free(&cfg);
 		return r < 0 ? EXIT_ERROR : EXIT_OK;

@@ -124,11 +124,27 @@ static void metrics_format_latency(FILE *f, const struct engine *e)
 			 &e->pass_hist);
 }
 
+static struct metrics_reload reload = {.last_ok = true};
+
+void metrics_set_reload(const struct metrics_reload *r)
+{
+	reload = *r;
+}
+
 void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 {
 	const struct pass_stats *t = &e->total;
 	struct timespec now;
 
+	/* The version the package, --version and this series agree on
+	 * (CMake's project(VERSION), checked against debian/changelog by lint). */
+	header(f, "hugecollapsed_build_info", "gauge", "Always 1; the version of the running daemon as a label.");
+	fprintf(f, "hugecollapsed_build_info{version=\"%s\"} 1\n", HC_VERSION);
+	scalar_u64(f, "hugecollapsed_reloads_total", "counter", "Reloads (SIGHUP) asked for.", reload.total);
+	scalar_u64(f, "hugecollapsed_reload_failures_total", "counter",
+		   "Reloads whose configuration did not load; the previous one stayed in force.", reload.failures);
+	scalar_u64(f, "hugecollapsed_last_reload_success", "gauge",
+		   "0 while the last reload failed (the previous configuration runs), else 1.", reload.last_ok);
 	scalar_u64(f, "hugecollapsed_passes_total", "counter", "Passes completed.", e->passes);
 	scalar_u64(f, "hugecollapsed_passes_idle_total", "counter",
 		   "Passes skipped because no process page-faulted since the last full pass and nothing was pending.",

@@ -1,10 +1,20 @@
 /* metrics: the Prometheus text file for node_exporter's textfile collector,
  * and the --status summary read back from it. */
 #pragma once
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "config.h"
 #include "engine.h"
+
+/* The daemon's reloads (SIGHUP), which the engine does not know of: set by
+ * the service after each one, written by metrics_format(). */
+struct metrics_reload {
+	unsigned long long total;    /* reloads asked for */
+	unsigned long long failures; /* of which the file did not load */
+	bool last_ok;                /* the last one loaded (true before any) */
+};
+void metrics_set_reload(const struct metrics_reload *r);
 
 /* Writes the metrics text of everything since start to f. Label values
  * are escaped (\\ \" \n) and valid UTF-8: each byte of a cgroup name that

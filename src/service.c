@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -44,6 +45,8 @@ struct service {
 	struct cgroup2_root cgroup2; /* to forget the metrics of removed cgroups */
 	double max_pass_s;           /* bound on one dispatch: a quarter of the watchdog */
 	double last_report;          /* monotonic seconds of the last metrics/STATUS */
+	struct metrics_reload reload;
+	char reload_err[1024]; /* why the last reload failed, for STATUS= */
 	int exit_status;
 };
 
@@ -51,10 +54,14 @@ static void notify_status(struct service *s)
 {
 	const struct engine *e = &s->engine;
 
-	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s",
+	/* A failed reload stays in the line until one succeeds: systemctl
+	 * status shows it, not only the journal. */
+	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s%s%s",
 		   (unsigned long long)e->passes, e->total.collapsed_bytes / MIB, e->last.collapsed_bytes / MIB,
 		   e->last.procs_active, khugepaged_mode_name(s->khp.mode),
-		   e->last.backing_off ? ", some processes back off after ENOMEM" : "");
+		   e->last.backing_off ? ", some processes back off after ENOMEM" : "",
+		   s->reload.last_ok ? "" : "; RELOAD FAILED, previous configuration in force: ",
+		   s->reload.last_ok ? "" : s->reload_err);
 }
 
 static void write_metrics(struct service *s)
@@ -350,7 +357,11 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
 		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000, s->config_path);
-	if (config_load(s->config_path, false, false, &next, err, sizeof(err)) < 0) {
+	s->reload.total++;
+	s->reload.last_ok = config_load(s->config_path, false, false, &next, err, sizeof(err)) == 0;
+	if (!s->reload.last_ok) {
+		s->reload.failures++;
+		snprintf(s->reload_err, sizeof(s->reload_err), "%s", err);
 		log_err("reload failed, keeping the previous configuration: %s", err);
 	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
 		log_err("reload failed, keeping the previous configuration: %s", err);
@@ -379,6 +390,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		if (policy_changed)
 			log_thp_policy(s);
 	}
+	metrics_set_reload(&s->reload); /* metrics.h: written with the next pass */
 	sd_notify(0, "READY=1");
 	notify_status(s);
 	return 0;
@@ -430,14 +442,15 @@ static int setup_loop(struct service *s)
 
 int service_run(const char *config_path)
 {
-	struct service s = {.config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}};
+	struct service s = {
+	    .config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}, .reload = {.last_ok = true}};
 	char err[1024];
 	int r;
 
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
-		return 1;
+		return EX_CONFIG; /* 78: RestartPreventExitStatus= in the unit */
 	}
 	if (cgroup_rules_verify(&s.cfg, proc_root(), err, sizeof(err)) < 0) {
 		log_err("%s", err);

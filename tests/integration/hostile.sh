@@ -64,7 +64,7 @@ ln -s world_writable.conf "$H/link_world_writable.conf"
 mkfifo -m 0644 "$H/fifo.conf"
 mkdir "$H/dir.conf"
 
-# BAD NAME REGEX: --check-config exits 1 and its one line matches REGEX.
+# BAD NAME REGEX: --check-config exits 78 and its one line matches REGEX.
 declare -A BAD=(
 	[dup_10000.conf]="set twice"
 	[nul.conf]="NUL byte"
@@ -85,7 +85,7 @@ check_config()
 for name in "${!BAD[@]}"; do
 	check_config "$H/$name"
 	rc=$?
-	assert_eq "--check-config $name exits 1 (124: hung; >128: crashed)" "$rc" 1
+	assert_eq "--check-config $name exits 78 (124: hung; >128: crashed)" "$rc" 78
 	if [[ $(wc -l <"$HC_TMP/cc.err") == 1 ]] && grep -Eq "${BAD[$name]}" "$HC_TMP/cc.err"; then
 		hc_ok "--check-config $name: one line saying why"
 	else
@@ -94,7 +94,7 @@ for name in "${!BAD[@]}"; do
 done
 for f in /dev/zero /dev/urandom; do
 	check_config "$f"
-	assert_eq "--check-config $f exits 1 at once" "$?" 1
+	assert_eq "--check-config $f exits 78 at once" "$?" 78
 done
 for name in many_lines.conf link_good.conf; do
 	check_config "$H/$name"

@@ -42,7 +42,7 @@ done
 printf '[collapse]\n\nscope = sometimes\n' >"$HC_TMP/bad.conf"
 chmod 0644 "$HC_TMP/bad.conf"
 out=$("$HC_BIN" --check-config --config "$HC_TMP/bad.conf" 2>&1)
-assert_eq "--check-config rejects scope = sometimes (exit status)" "$?" 1
+assert_eq "--check-config rejects scope = sometimes (exit status 78)" "$?" 78
 assert_cmd "--check-config names file, line, key and why" grep -qF \
 	"$HC_TMP/bad.conf:3: key 'scope': 'sometimes' is not one of kernel, madvise, always" <<<"$out"
 

@@ -38,6 +38,8 @@ static int setup(void **state)
 		return -1;
 	chmod(tmp, 0755); /* mkdtemp makes 0700; fine, but be explicit */
 	err[0] = '\0';
+	/* Whether this host has node_exporter's directory must not matter. */
+	config_textfile_dir = "/nonexistent/node-exporter";
 	return 0;
 }
 
@@ -346,6 +348,91 @@ static void test_missing_file(void **state)
 	assert_int_equal(c.nrules, 1);
 	assert_int_equal(config_policy_for(&c, "/a/b")->weight, 5);
 	config_free(&c);
+}
+
+/* ---- the drop-in directory: the *.conf files of main.conf.d, by name ---- */
+
+static void test_dropins_override_in_order(void **state)
+{
+	struct config c;
+
+	(void)state;
+	write_file("main.conf", "[daemon]\nscan_interval_ms = 7\nfull_rescan_s = 60\n[collapse]\nweight = 5\n");
+	make_dir("main.conf.d");
+	write_file("main.conf.d/20-later.conf", "[daemon]\nscan_interval_ms = 9\n");
+	write_file("main.conf.d/10-first.conf",
+		   "[daemon]\nscan_interval_ms = 8\nkhugepaged = idle\ncgroup_dir = policies\n"
+		   "[collapse]\nweight = 6\n");
+	write_file("main.conf.d/30-ignored.conf.dpkg-old", "[daemon]\nscan_interval_ms = 99\n");
+	write_file("main.conf.d/.hidden.conf", "[daemon]\nscan_interval_ms = 98\n");
+	make_dir("policies");
+	write_file("policies/a.conf", "[cgroup]\npath = /a\n");
+	load_ok(tpath("main.conf"), &c);
+	assert_int_equal(c.scan_interval_ms, 9); /* 20-later after 10-first after main */
+	assert_int_equal(c.full_rescan_s, 60);   /* main, untouched */
+	assert_int_equal(c.khugepaged, KHUGEPAGED_IDLE);
+	assert_int_equal(c.defaults.weight, 6);
+	/* Relative to the main file's directory, and cgroup files inherit the
+	 * [collapse] values the drop-ins left. */
+	assert_string_equal(c.cgroup_dir, tpath("policies"));
+	assert_int_equal(c.nrules, 1);
+	assert_int_equal(config_policy_for(&c, "/a")->weight, 6);
+	config_free(&c);
+}
+
+static void test_dropin_errors(void **state)
+{
+	char want[1024];
+	struct config c;
+
+	(void)state;
+	write_file("main.conf", "[daemon]\nscan_interval_ms = 7\n");
+	make_dir("main.conf.d");
+	write_file("main.conf.d/a.conf", "[daemon]\nscan_interval_ms = 8\nscan_interval_ms = 9\n");
+	expect_error_in("main.conf.d/a.conf", 3, "key 'scan_interval_ms': set twice (first on line 2)");
+	write_file("main.conf.d/a.conf", "[cgroup]\npath = /a\n");
+	expect_error_in("main.conf.d/a.conf", 1,
+			"section [cgroup]: belongs in a file in cgroup_dir, not in the main file");
+	write_file("main.conf.d/a.conf", "[daemon]\nno_such_key = 1\n");
+	expect_error_in("main.conf.d/a.conf", 2, "key 'no_such_key': unknown key in [daemon]");
+	/* The directory is checked like cgroup_dir (the check is on even for
+	 * fixtures: skip_owner_check = false needs root to pass). */
+	write_file("main.conf.d/a.conf", "[daemon]\nscan_interval_ms = 8\n");
+	if (geteuid() == 0) {
+		assert_int_equal(chmod(tpath("main.conf.d"), 0775), 0);
+		assert_int_equal(chmod(tpath("main.conf"), 0644), 0);
+		assert_int_equal(chmod(tpath("main.conf.d/a.conf"), 0644), 0);
+		assert_int_equal(config_load(tpath("main.conf"), false, false, &c, err, sizeof(err)), -1);
+		snprintf(want, sizeof(want), "%s: writable by group (mode 0775); refusing to trust it (chmod go-w)",
+			 tpath("main.conf.d"));
+		assert_string_equal(err, want);
+	}
+}
+
+/* Where node_exporter's textfile directory exists, the metrics go there;
+ * a file of that name, or nothing, leaves them in /run. */
+static void test_default_metrics_file(void **state)
+{
+	struct config c;
+	char *p;
+
+	(void)state;
+	make_dir("textfile");
+	config_textfile_dir = tpath("textfile");
+	config_defaults(&c);
+	assert_string_equal(c.metrics_file, tpath("textfile/hugecollapsed.prom"));
+	config_free(&c);
+
+	write_file("plain", "");
+	p = config_default_metrics_file(tpath("plain"));
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
+	p = config_default_metrics_file("");
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
+	p = config_default_metrics_file(NULL);
+	assert_string_equal(p, "/run/hugecollapsed/metrics.prom");
+	free(p);
 }
 
 /* ---- errors in the main file: exact FILE:LINE: key 'K': why ---- */
@@ -871,6 +958,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_every_key_parsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_syntax_variants_accepted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_default_metrics_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dropins_override_in_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dropin_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_main_value_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_main_structure_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_and_binary_lines, setup, teardown),

@@ -127,6 +127,7 @@ static void test_values(void **state)
 
 	(void)state;
 	assert_line(t, "hugecollapsed_passes_total 7");
+	assert_line(t, "hugecollapsed_build_info{version=\"" HC_VERSION "\"} 1");
 	assert_line(t, "hugecollapsed_scan_seconds_total 1.500000");
 	assert_line(t, "hugecollapsed_collapse_seconds_total 0.250000");
 	assert_line(t, "hugecollapsed_processes_scanned_total 11");
@@ -148,6 +149,32 @@ static void test_values(void **state)
 
 /* A cgroup path may hold any byte but NUL: quote, backslash and newline
  * must be escaped or the line (and the whole file) is unparseable. */
+/* Before any reload: none, none failed, "last" counts as a success; then
+ * what the service set, until it sets something else. */
+static void test_reload_series(void **state)
+{
+	const struct metrics_reload failed = {.total = 3, .failures = 2, .last_ok = false};
+	const struct metrics_reload fixed = {.total = 4, .failures = 2, .last_ok = true};
+	char *t = format(&eng, KHUGEPAGED_KEEP);
+
+	(void)state;
+	assert_line(t, "hugecollapsed_reloads_total 0");
+	assert_line(t, "hugecollapsed_reload_failures_total 0");
+	assert_line(t, "hugecollapsed_last_reload_success 1");
+	free(t);
+	metrics_set_reload(&failed);
+	t = format(&eng, KHUGEPAGED_KEEP);
+	assert_line(t, "hugecollapsed_reloads_total 3");
+	assert_line(t, "hugecollapsed_reload_failures_total 2");
+	assert_line(t, "hugecollapsed_last_reload_success 0");
+	free(t);
+	metrics_set_reload(&fixed);
+	t = format(&eng, KHUGEPAGED_KEEP);
+	assert_line(t, "hugecollapsed_reloads_total 4");
+	assert_line(t, "hugecollapsed_last_reload_success 1");
+	free(t);
+}
+
 static void test_label_escaping(void **state)
 {
 	char *t = format(&eng, KHUGEPAGED_KEEP);
@@ -553,6 +580,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reload_series, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_label_invalid_utf8, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_every_result_and_outcome, setup, teardown),

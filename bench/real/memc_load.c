@@ -269,10 +269,15 @@ static int do_load(uint32_t n, size_t vsize, double seconds, unsigned set_pct)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"port", required_argument, NULL, 'p'},       {"keys", required_argument, NULL, 'n'},
-	    {"value-size", required_argument, NULL, 's'}, {"seconds", required_argument, NULL, 't'},
-	    {"set-pct", required_argument, NULL, 'w'},    {"fill", no_argument, NULL, 'f'},
-	    {"verify", no_argument, NULL, 'v'},           {NULL, 0, NULL, 0},
+	    {"port", required_argument, NULL, 'p'},
+	    {"keys", required_argument, NULL, 'n'},
+	    {"value-size", required_argument, NULL, 's'},
+	    {"seconds", required_argument, NULL, 't'},
+	    {"set-pct", required_argument, NULL, 'w'},
+	    {"fill", no_argument, NULL, 'f'},
+	    {"verify", no_argument, NULL, 'v'},
+	    {"socket", required_argument, NULL, 'u'},
+	    {NULL, 0, NULL, 0},
 	};
 	unsigned port = 11211, set_pct = 10;
 	uint32_t n = 0;

@@ -16,6 +16,7 @@
 # REAL_RUNS, REAL_TP_SETUPS, REDIS_POP, MEMC_KEYS, JVM_HEAP, PY_N, ...), so
 # that a full run can be split into parts that each hold the machine's
 # kernel lock for a short time.
+# REAL_FILL=mode fills under MODE instead (fault-time huge pages).
 # One case: THP enabled=never while the program starts and fills its data
 # (all of it 4 KiB pages, as after a switch to THP at run time or when
 # fault-time huge pages could not be had; jvm-thp starts under MODE itself,
@@ -37,9 +38,9 @@ REAL_DIR=$SRC/bench/real
 . "$REAL_DIR/internal.sh"
 
 if ((QUICK)); then
-	REAL_CAP=${REAL_CAP:-20} REAL_RUNS=${REAL_RUNS:-3} REAL_CHUNK=2
+	REAL_CAP=${REAL_CAP:-15} REAL_RUNS=${REAL_RUNS:-3} REAL_CHUNK=2
 	REDIS_POP=${REDIS_POP:-2000000} REDIS_KEYS=${REDIS_KEYS:-300000} REDIS_D=${REDIS_D:-128} REDIS_N=${REDIS_N:-20000}
-	MEMC_MB=${MEMC_MB:-1024} MEMC_KEYS=${MEMC_KEYS:-1000000} MEMC_VS=${MEMC_VS:-256}
+	MEMC_MB=${MEMC_MB:-1024} MEMC_KEYS=${MEMC_KEYS:-600000} MEMC_VS=${MEMC_VS:-256}
 	JVM_HEAP=${JVM_HEAP:-1g} JVM_N=${JVM_N:-3000000} PY_N=${PY_N:-2000000}
 	# Throughput runs only where something collapses within the cap.
 	REAL_TP_SETUPS=${REAL_TP_SETUPS:-idle}
@@ -114,7 +115,7 @@ real_case()
 	fam=$(real_family "$var") || die "unknown real variant $var"
 	log "real: $var, enabled=$mode, setup $setup"
 	khugepaged_defaults
-	[[ $var == jvm-thp ]] && fillmode=$mode
+	[[ $var == jvm-thp || ${REAL_FILL:-never} == mode ]] && fillmode=$mode
 	knob_set enabled "$fillmode"
 	local t_fill0 t_fill
 	t_fill0=$(now)
@@ -130,14 +131,13 @@ real_case()
 	rss0=$(vm_kb "$pid" VmRSS)
 	pct0=$(real_pct "$pid")
 
-	local tp=0 b_ops='' b_p99='' b_max='' a_ops='' a_p99='' a_max=''
-	[[ " $REAL_TP_SETUPS " == *" $setup "* ]] && tp=1
-	if ((tp)); then
-		for ((i = 0; i < REAL_RUNS; i++)); do
-			read -r r_ops r_p99 r_max _ < <("${fam}_load" "$var" "$REAL_CHUNK")
-			b_ops+=" ${r_ops:-}" b_p99+=" ${r_p99:-}" b_max+=" ${r_max:-}"
-		done
-	fi
+	local tp=0 b_ops='' b_p99='' b_max='' a_ops='' a_p99='' a_max='' runs=1
+	[[ " $REAL_TP_SETUPS " == *" $setup "* ]] && tp=1 runs=$REAL_RUNS
+	# One run at least: the latency at 4 KiB with nothing collapsing.
+	for ((i = 0; i < runs; i++)); do
+		read -r r_ops r_p99 r_max _ < <("${fam}_load" "$var" "$REAL_CHUNK")
+		b_ops+=" ${r_ops:-}" b_p99+=" ${r_p99:-}" b_max+=" ${r_max:-}"
+	done
 	"${fam}_check_begin" "$var"
 
 	# t0: the collapser starts.
@@ -229,7 +229,7 @@ real_case()
 	local reach_s=">$REAL_CAP (max $pmax%)"
 	[[ -n $reach ]] && reach_s="$reach s"
 	REAL_ROWS+=("| $var | $mode | $label | $((anon0 >> 20)) MiB (filled in $t_fill s) | ${pct0}% | $reach_s | ${pct_end}% ($((huge1 >> 20)) MiB) | $((rss0 >> 10)) → $((rss1 >> 10)) MiB | $cpu | $kcol | $check |")
-	REAL_LAT_ROWS+=("| $var | $mode | $label | $(spread "$b_p99") / $(spread "$b_max") | ${d_p99} / ${d_max} (${d_n} chunks) |")
+	REAL_LAT_ROWS+=("| $var | $mode | $label | $(spread "$b_p99") / $(spread "$b_max") ($runs) | ${d_p99} / ${d_max} (${d_n} chunks) |")
 	if ((tp)); then
 		local mb ma verdict
 		mb=$(spread "$b_ops") ma=$(spread "$a_ops")
@@ -273,9 +273,9 @@ Throughput, $REAL_RUNS runs each before (4 KiB) and after the wait (redis, memca
 | --- | --- | --- | ---: | ---: | --- | --- |
 $(printf '%s\n' "${REAL_TP_ROWS[@]}")
 
-Latency as the load generator reports it, µs (redis-benchmark: its p99 and max of SET and GET, the worse; memcached: per request; JVM, CPython: one lookup, per-second histogram, worst second's p99): at 4 KiB before t0 (median (min..max) of the runs, where throughput was measured) and during the wait for 90% (the worst of the load chunks that overlapped it):
+Latency as the load generator reports it, µs (redis-benchmark: its p99 and max of SET and GET, the worse; memcached: per request; JVM, CPython: one lookup, per-second histogram, worst second's p99): at 4 KiB before t0 (median (min..max) of the runs) and during the wait for 90% (the worst of the load chunks that overlapped it):
 
-| program | THP enabled | setup | p99 / max at 4 KiB, no collapse | p99 / max while collapsed |
+| program | THP enabled | setup | p99 / max at 4 KiB, no collapse (runs) | p99 / max while collapsed |
 | --- | --- | --- | ---: | ---: |
 $(printf '%s\n' "${REAL_LAT_ROWS[@]}")
 EOF

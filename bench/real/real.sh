@@ -230,6 +230,9 @@ real_case()
 	[[ -n $reach ]] && reach_s="$reach s"
 	REAL_ROWS+=("| $var | $mode | $label | $((anon0 >> 20)) MiB (filled in $t_fill s) | ${pct0}% | $reach_s | ${pct_end}% ($((huge1 >> 20)) MiB) | $((rss0 >> 10)) → $((rss1 >> 10)) MiB | $cpu | $kcol | $check |")
 	REAL_LAT_ROWS+=("| $var | $mode | $label | $(spread "$b_p99") / $(spread "$b_max") ($runs) | ${d_p99} / ${d_max} (${d_n} chunks) |")
+	# On stderr as well: a run cut short keeps the rows it finished.
+	log "row: ${REAL_ROWS[-1]}"
+	log "latency: ${REAL_LAT_ROWS[-1]}"
 	if ((tp)); then
 		local mb ma verdict
 		mb=$(spread "$b_ops") ma=$(spread "$a_ops")
@@ -241,6 +244,7 @@ real_case()
 			else if (amax < bmin) print "slower: the ranges do not overlap"
 			else print "within the spread (ranges overlap)" }')
 		REAL_TP_ROWS+=("| $var | $mode | $label | $mb | $ma (at ${pct_end}% huge) | $(fmt_list "$b_ops") → $(fmt_list "$a_ops") | $verdict |")
+		log "throughput: ${REAL_TP_ROWS[-1]}"
 	fi
 }
 

@@ -20,7 +20,8 @@
 # One case: THP enabled=never while the program starts and fills its data
 # (all of it 4 KiB pages, as after a switch to THP at run time or when
 # fault-time huge pages could not be had; jvm-thp starts under MODE itself,
-# since JDK 17 drops -XX:+UseTransparentHugePages when enabled=never), then
+# since JDK 17 drops -XX:+UseTransparentHugePages when enabled=never, and so
+# does redis-nothp, whose prctl depends on enabled=always at start), then
 # REAL_RUNS load runs at 4 KiB, the check's "before", then enabled=MODE and
 # the setup's collapser at t0, with the load generator running in chunks
 # meanwhile; percent huge (AnonHugePages / Anonymous of smaps_rollup)
@@ -117,7 +118,9 @@ real_case()
 	fam=$(real_family "$var") || die "unknown real variant $var"
 	log "real: $var, enabled=$mode, setup $setup"
 	khugepaged_defaults
-	[[ $var == jvm-thp || ${REAL_FILL:-never} == mode ]] && fillmode=$mode
+	# Both decide at start: JDK 17 drops -XX:+UseTransparentHugePages, and
+	# redis calls prctl(PR_SET_THP_DISABLE) only if enabled reads [always].
+	[[ $var == jvm-thp || $var == redis-nothp || ${REAL_FILL:-never} == mode ]] && fillmode=$mode
 	knob_set enabled "$fillmode"
 	local t_fill0 t_fill
 	t_fill0=$(now)

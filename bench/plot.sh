@@ -8,7 +8,10 @@
 #                      at each of those sizes (tth_scale_N.dat);
 #   time_to_huge_seed.svg  the seed scenario's hot2 under khugepaged at its
 #                      defaults, at an equal budget, and hugecollapsed
-#                      (tth_seed_SETUP_VARIANT.dat).
+#                      (tth_seed_SETUP_VARIANT.dat);
+#   real_PROGRAM_MODE.svg  bench/run --real: percent of a real program's
+#                      anonymous memory that is huge over time, one line
+#                      per setup (real_PROGRAM_MODE_SETUP.dat).
 # Needs gnuplot (Debian: gnuplot-nox, installed by scripts/deps.sh).
 set -euo pipefail
 
@@ -17,12 +20,8 @@ command -v gnuplot >/dev/null || {
 	echo "bench/plot.sh: needs gnuplot (apt-get install gnuplot-nox)" >&2
 	exit 1
 }
-[[ -s $DIR/scaling.dat ]] || {
-	echo "bench/plot.sh: no $DIR/scaling.dat: run BENCH_ONLY=scale bench/run first" >&2
-	exit 1
-}
-
-gnuplot <<EOG
+if [[ -s $DIR/scaling.dat ]]; then
+	gnuplot <<EOG
 set terminal svg size 800,480 font "sans,12" background "white"
 set output "$DIR/scaling.svg"
 set title "Idle processes + a ticker (/bin/true 10x/s), default settings"
@@ -42,6 +41,9 @@ plot "$DIR/scaling.dat" using 1:2 with linespoints lw 2 pt 7 title "hugecollapse
      "" using 1:(\$4/1024) axes x1y2 with linespoints dt 2 pt 9 title "hugecollapsed RSS", \
      1 with lines dt 3 lc rgb "red" title "1% target (10000)"
 EOG
+else
+	echo "bench/plot.sh: no $DIR/scaling.dat (BENCH_ONLY=scale bench/run writes it): no scaling.svg" >&2
+fi
 
 files=()
 for f in "$DIR"/tth_scale_*.dat; do [[ -s $f ]] && files+=("$f"); done
@@ -92,4 +94,42 @@ set grid
 plot $plot
 EOG
 fi
-echo "bench/plot.sh: wrote $(ls "$DIR"/*.svg | tr '\n' ' ')"
+# Real programs: one plot per program and THP mode, a line per setup.
+declare -A groups=()
+for f in "$DIR"/real_*_*_*.dat; do
+	[[ -s $f ]] || continue
+	base=${f##*/real_}
+	groups[${base%_*}]=1
+done
+for g in "${!groups[@]}"; do
+	plot=
+	for setup in kdef kbud idle off paced; do
+		f=$DIR/real_${g}_$setup.dat
+		[[ -s $f ]] || continue
+		case $setup in
+		kdef) label="khugepaged, defaults" ;;
+		kbud) label="khugepaged, the daemon's budget" ;;
+		idle) label="hugecollapsed, khugepaged=idle" ;;
+		off) label="hugecollapsed, khugepaged=off" ;;
+		paced) label="hugecollapsed idle, blocks_per_call 16, pause_ms 5" ;;
+		esac
+		plot+="${plot:+, }\"$f\" using 1:2 with linespoints lw 2 title \"$label\""
+	done
+	gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/real_$g.svg"
+set title "${g%_*} (THP enabled=${g##*_}): filled at 4 KiB, then collapsed"
+set xlabel "seconds since THP was enabled and the collapser started"
+set ylabel "% of its anonymous memory huge"
+set yrange [0:105]
+set key bottom right
+set grid
+plot $plot
+EOG
+done
+svgs=$(ls "$DIR"/*.svg 2>/dev/null | tr '\n' ' ')
+[[ -n $svgs ]] || {
+	echo "bench/plot.sh: nothing to plot in $DIR" >&2
+	exit 1
+}
+echo "bench/plot.sh: wrote $svgs"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hugecollapsed needs to build, run and test.
 # Only missing packages are installed, so a prepared machine pays nothing.
+#   scripts/deps.sh          build, run, test, bench/run
+#   scripts/deps.sh real     and the real programs of bench/run --real
 set -euo pipefail
 
 packages=(
@@ -14,12 +16,25 @@ packages=(
 	prometheus # only for promtool (tests/integration/metrics.sh, alerts.sh): 19 MB, 96 MB installed
 	prometheus-node-exporter curl # the exporter binary and a client, for tests/integration/coverage.sh
 )
+services=(prometheus.service prometheus-node-exporter.service)
+case "${1:-}" in
+"") ;;
+real)
+	# bench/real: programs from Debian's archive, their load generators,
+	# and a JDK (the workload is a single-file Java source program).
+	packages+=(redis-server redis-tools memcached openjdk-17-jdk-headless python3)
+	services+=(redis-server.service memcached.service)
+	;;
+*)
+	echo "usage: scripts/deps.sh [real]" >&2
+	exit 2
+	;;
+esac
 # Both prometheus packages start a system service on install (and enable it
 # on systemd). The tests run their own instance by PID and need no service:
 # a policy-rc.d that says 101 (action forbidden) keeps invoke-rc.d and
 # deb-systemd-invoke from starting anything, and the units are disabled
 # after; a policy-rc.d already there (containers) is left as it is.
-services=(prometheus.service prometheus-node-exporter.service)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,7 +42,8 @@ done
 if ((${#missing[@]})); then
 	echo "deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q
+	# Another apt may hold the dpkg lock (a parallel install): wait for it.
+	apt-get -o DPkg::Lock::Timeout=300 update -q
 	policy=/usr/sbin/policy-rc.d
 	ours=
 	if [[ ! -e $policy ]]; then
@@ -36,7 +52,7 @@ if ((${#missing[@]})); then
 		ours=1
 	fi
 	rc=0
-	apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" || rc=$?
 	[[ -n $ours ]] && rm -f "$policy"
 	((rc == 0)) || exit "$rc"
 	# Enabled units (and SysV links) would start at the next boot: disable

@@ -63,8 +63,9 @@ no_skips()
 # still fails the stage. The build is 2-3x slower: HC_TIME_SCALE=3 stretches
 # the tests' deadlines and bounds on the build's own speed (hc_scaled in
 # tests/lib/hc_test_lib.sh), never a bound on the kernel's behaviour or a
-# contract (the watchdog interval). Not run here (excluded by design, not
-# skipped):
+# contract (the watchdog interval). hc_workload, the tests' stand-in for a
+# program, is built unsanitized (tests/CMakeLists.txt says why). Not run
+# here (excluded by design, not skipped):
 # - integration/systemd and integration/unit_lint install the daemon into a
 #   container or staging root and check the unit, which a sanitizer build
 #   adds nothing to (and the container has no sanitizer runtime);

@@ -13,7 +13,12 @@ struct block_counts {
 	uint16_t huge;     /* pages mapped by a PMD */
 	uint16_t shared;   /* present but not exclusively mapped (pagemap bit 56) */
 	uint16_t lazyfree; /* kpageflags ANON set, SWAPBACKED clear */
+	/* Of LAZY_SAMPLE pages at fixed offsets, those kpageflags reads
+	 * lazy-free (range_scan.c: for the re-check before collapse). */
+	uint8_t lazy_sampled;
 };
+
+#define LAZY_SAMPLE 8u
 
 /* The block-level decision, in khugepaged's order:
  * PMD_MAPPED, NO_PTE_TABLE, EXCEED_NONE_PTE, EXCEED_SWAP_PTE,

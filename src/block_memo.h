@@ -38,6 +38,8 @@ struct block_memo {
 	uint8_t referenced_pct; /* of its VMA */
 	uint8_t eagain;         /* EAGAIN answers so far */
 	uint32_t vma_tag;       /* identity of its VMA at the scan (rescan.c) */
+	uint8_t lazy_sampled;   /* block_counts.lazy_sampled at its scan */
+	bool anon;              /* in an anonymous VMA */
 };
 
 const struct addr_entry *addr_set_find(const struct addr_set *set, uint64_t addr);

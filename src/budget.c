@@ -34,6 +34,10 @@ int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands
 
 		if (!pol || !pol->enable || !pid_filter_match(f, s->pid))
 			continue;
+		/* Its scan stopped midway (range_scan.h): the blocks wait until
+		 * it is complete, and spend no budget meanwhile. */
+		if (s->scan_cursor)
+			continue;
 		active = now - s->last_active <= pol->idle_after_s;
 		if (procs_active)
 			*procs_active += active;

@@ -2,7 +2,8 @@
  * what this pass collapses. Pure: no I/O, no clock (now is a parameter).
  *
  * budget_candidates() scores every remembered block of every selected,
- * enabled process into one order (plan.h: tiers, then score).
+ * enabled process whose last scan is complete (no scan_cursor) into one
+ * order (plan.h: tiers, then score).
  * budget_select() keeps, in that order, the candidates the budget allows.
  *
  * The budget is a token bucket per policy (its budget_mb_per_s) and one

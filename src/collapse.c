@@ -54,7 +54,7 @@ const char *collapse_outcome_name(enum collapse_outcome o)
 	    [COLLAPSE_OK] = "collapsed",      [COLLAPSE_EAGAIN] = "eagain", [COLLAPSE_ENOMEM] = "enomem",
 	    [COLLAPSE_EBUSY] = "ebusy",       [COLLAPSE_EINVAL] = "einval", [COLLAPSE_ESRCH] = "esrch",
 	    [COLLAPSE_EPERM] = "eperm",       [COLLAPSE_OTHER] = "other",   [COLLAPSE_NOT_TRIED] = "not_tried",
-	    [COLLAPSE_UNMAPPED] = "unmapped",
+	    [COLLAPSE_UNMAPPED] = "unmapped", [COLLAPSE_STALE] = "stale",
 	};
 	return (unsigned)o < COLLAPSE_NR_OUTCOMES ? names[o] : "unknown";
 }
@@ -177,6 +177,7 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 	struct iovec iov[COLLAPSE_MAX_IOV];
 	size_t collapsed = 0, cap;
 	size_t i = 0;
+	bool called = false; /* pace only between calls */
 	/* Read once for the whole batch (about 44 us: the kernel sums every
 	 * vmstat item over every CPU), then again only after an ENOMEM. A
 	 * move in between from someone else's collapse can only make us back
@@ -189,25 +190,42 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 		out[k] = COLLAPSE_NOT_TRIED;
 
 	while (i < n) {
-		size_t vlen = n - i < cap ? n - i : cap;
+		size_t vlen = n - i < cap ? n - i : cap, nio = 0;
+		bool ok[COLLAPSE_MAX_IOV];
+		size_t at[COLLAPSE_MAX_IOV]; /* iov[k] is addrs[at[k]] */
 
-		if (i > 0 && !pace_next(p))
+		if (called && !pace_next(p))
+			return collapsed;
+		for (size_t k = 0; k < vlen; k++)
+			ok[k] = true;
+		if (io->recheck && io->recheck(io->recheck_ctx, addrs + i, vlen, ok) < 0)
 			return collapsed;
 		for (size_t k = 0; k < vlen; k++) {
-			iov[k].iov_base = (void *)(uintptr_t)addrs[i + k];
-			iov[k].iov_len = (size_t)HPAGE_SIZE;
+			if (!ok[k]) {
+				out[i + k] = COLLAPSE_STALE;
+				continue;
+			}
+			iov[nio].iov_base = (void *)(uintptr_t)addrs[i + k];
+			iov[nio].iov_len = (size_t)HPAGE_SIZE;
+			at[nio++] = i + k;
 		}
+		if (nio == 0) {
+			i += vlen;
+			continue;
+		}
+		called = true;
 
-		ssize_t r = paced_submit(io->madvise, pidfd, iov, vlen, p);
+		ssize_t r = paced_submit(io->madvise, pidfd, iov, nio, p);
 		if (r < 0) {
-			/* Nothing completed: block i failed with errno. */
+			/* Nothing completed: the first block failed with errno. */
 			int err = errno ? errno : EIO;
-			out[i] = collapse_outcome_from_errno(err);
-			if (out[i] == COLLAPSE_ENOMEM && io->alloc_failed)
-				out[i] = enomem_outcome(io, &have_before, &before);
-			if (stops_everything(out[i]))
+			size_t b = at[0];
+			out[b] = collapse_outcome_from_errno(err);
+			if (out[b] == COLLAPSE_ENOMEM && io->alloc_failed)
+				out[b] = enomem_outcome(io, &have_before, &before);
+			if (stops_everything(out[b]))
 				return collapsed;
-			i++;
+			i = b + 1;
 			continue;
 		}
 
@@ -216,18 +234,19 @@ size_t collapse_blocks_io(int pidfd, const uint64_t *addrs, size_t n, const stru
 		 * forever or claim collapses that did not happen: give up on this
 		 * batch (outcome unknown) and on the rest (not tried). */
 		size_t done = (size_t)r / (size_t)HPAGE_SIZE;
-		if (r == 0 || (size_t)r % (size_t)HPAGE_SIZE != 0 || done > vlen) {
-			for (size_t k = 0; k < vlen; k++)
-				out[i + k] = COLLAPSE_OTHER;
+		if (r == 0 || (size_t)r % (size_t)HPAGE_SIZE != 0 || done > nio) {
+			for (size_t k = 0; k < nio; k++)
+				out[at[k]] = COLLAPSE_OTHER;
 			return collapsed;
 		}
 
 		for (size_t k = 0; k < done; k++)
-			out[i + k] = COLLAPSE_OK;
+			out[at[k]] = COLLAPSE_OK;
 		collapsed += done;
-		/* A short count: block i + done failed; the next round starts
-		 * from it, learning its errno (or collapsing it after all). */
-		i += done;
+		/* A short count: the block after the last done failed; the next
+		 * round starts from it, learning its errno (or collapsing it
+		 * after all), re-checked again first. */
+		i = done < nio ? at[done] : i + vlen;
 	}
 	return collapsed;
 }

@@ -32,6 +32,8 @@ enum collapse_outcome {
 	COLLAPSE_NOT_TRIED, /* not reached: the batch stopped first */
 	COLLAPSE_UNMAPPED,  /* ENOMEM with no allocation failure: the range is
 			     * no longer mapped (a stale candidate) */
+	COLLAPSE_STALE,     /* not submitted: the re-check right before its
+			     * call found it no longer a candidate */
 	COLLAPSE_NR_OUTCOMES,
 };
 
@@ -72,6 +74,12 @@ struct collapse_io {
 	alloc_failed_fn alloc_failed;
 	void *ctx;
 	const struct collapse_pacing *pace; /* NULL: as few calls as possible, untimed */
+	/* Right before each call, with that call's blocks: ok[k] says whether
+	 * addrs[k] may still be collapsed (the others are COLLAPSE_STALE).
+	 * Returns 0, or -errno to make no more calls (the rest stays
+	 * COLLAPSE_NOT_TRIED). NULL: no re-check. */
+	int (*recheck)(void *ctx, const uint64_t *addrs, size_t n, bool *ok);
+	void *recheck_ctx;
 };
 
 /* Collapses the n 2 MiB-aligned blocks at addrs[] of the process behind

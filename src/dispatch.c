@@ -33,29 +33,42 @@ static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirf
 	return false;
 }
 
-/* Opens a pidfd for a process we sampled and proves it is the same one: the
- * PID cannot have been reused if, after pidfd_open(), /proc/PID/stat still
- * shows the start time we know; and it runs the image we scanned if the
- * exec fingerprint matches too, stat's addresses and the image's AT_RANDOM
- * bytes (an execve() in between leaves the rest of this pass's blocks to the
- * next scan; with ASLR off the addresses alone stay the same). Then checks its policy again
- * (-ECANCELED: it no longer allows collapsing). */
-int open_verified_pidfd(struct engine *e, struct proc_state *s)
+/* Whether dirfd is still of the process we scanned: the PID cannot have
+ * been reused if /proc/PID/stat still shows the start time we know; and it
+ * runs the image we scanned if the exec fingerprint matches too, stat's
+ * addresses and the image's AT_RANDOM bytes (an execve() in between leaves
+ * the rest of this pass's blocks to the next scan; with ASLR off the
+ * addresses alone stay the same). Then checks its policy again (-ECANCELED: it no longer allows
+ * collapsing). */
+static int still_the_same(struct engine *e, struct proc_state *s, int dirfd)
+{
+	struct proc_sample now_stat;
+
+	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
+	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
+		return -ESRCH;
+	return policy_still_allows(e, s, dirfd) ? 0 : -ECANCELED;
+}
+
+static int open_proc_dir(const struct engine *e, const struct proc_state *s)
 {
 	char path[PATH_MAX];
-	struct proc_sample now_stat;
-	int pidfd, dirfd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Opens a pidfd for a process we sampled and proves it is the same one:
+ * after pidfd_open(), still_the_same() on /proc/PID. */
+int open_verified_pidfd(struct engine *e, struct proc_state *s)
+{
+	int pidfd, dirfd, err;
 
 	pidfd = pidfd_open_pid(s->pid);
 	if (pidfd < 0)
 		return -errno;
-	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
-	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0 || read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
-	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
-		err = -ESRCH;
-	else if (!policy_still_allows(e, s, dirfd))
-		err = -ECANCELED;
+	dirfd = open_proc_dir(e, s);
+	err = dirfd < 0 ? -ESRCH : still_the_same(e, s, dirfd);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (err) {
@@ -63,6 +76,51 @@ int open_verified_pidfd(struct engine *e, struct proc_state *s)
 		return err;
 	}
 	return pidfd;
+}
+
+/* The re-check right before each call (collapse.h): the process, its
+ * cgroup's policy and the THP policy and prctl it was scanned under
+ * (rescan_policy_holds), then the page tables of just these blocks
+ * (range_scan_recheck), with the scan's limits. */
+struct call_check {
+	struct engine *e;
+	struct proc_state *s;
+	int dirfd;
+	int err; /* why the calls stopped: -ESRCH, -ECANCELED, ... */
+	uint64_t stale;
+};
+
+static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
+{
+	struct call_check *cc = opaque;
+	struct proc_state *s = cc->s;
+	struct recheck_block b[RECHECK_MAX];
+	uint8_t result[RECHECK_MAX];
+	int err = still_the_same(cc->e, s, cc->dirfd);
+
+	if (!err && !rescan_policy_holds(cc->e, s, cc->dirfd))
+		err = -ECANCELED;
+	for (size_t k = 0; k < n && !err; k++) {
+		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
+
+		/* An EAGAIN retry's memo may be gone: then so is the scan's word. */
+		b[k] = (struct recheck_block){
+		    .addr = addrs[k], .lazy_sampled = m ? m->lazy_sampled : 0, .anon = m && m->anon};
+		if (!m)
+			ok[k] = false;
+	}
+	if (!err)
+		err = range_scan_recheck(&cc->e->scanner, b, n, &s->policy->limits, result);
+	if (err) {
+		cc->err = err;
+		return err;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (result[k] != SCAN_CANDIDATE)
+			ok[k] = false;
+		cc->stale += !ok[k];
+	}
+	return 0;
 }
 
 static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t bytes)
@@ -100,13 +158,23 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 {
 	struct proc_state *s = &e->st[p];
 	int pidfd = open_verified_pidfd(e, s);
+	struct call_check cc = {.e = e, .s = s, .dirfd = -1};
 	size_t ok;
 
 	if (pidfd == -ECANCELED) { /* moved under a policy that says no */
 		s->nblocks = 0;
 		return;
 	}
+	if (pidfd >= 0) {
+		cc.dirfd = open_proc_dir(e, s);
+		if (cc.dirfd < 0 || range_scanner_attach(&e->scanner, cc.dirfd, s->pid) < 0) {
+			close(pidfd);
+			pidfd = -ESRCH;
+		}
+	}
 	if (pidfd < 0) {
+		if (cc.dirfd >= 0)
+			close(cc.dirfd);
 		ps->outcomes[COLLAPSE_ESRCH] += n;
 		s->nblocks = 0;
 		return;
@@ -120,10 +188,19 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 					     .now = e->now,
 					     .on_call = observe_call,
 					     .ctx = e};
-	const struct collapse_io io = {
-	    .madvise = e->madvise_fn, .alloc_failed = e->alloc_failed, .ctx = e->alloc_failed_ctx, .pace = &pace};
+	const struct collapse_io io = {.madvise = e->madvise_fn,
+				       .alloc_failed = e->alloc_failed,
+				       .ctx = e->alloc_failed_ctx,
+				       .pace = &pace,
+				       .recheck = recheck_call,
+				       .recheck_ctx = &cc};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
+	range_scanner_detach(&e->scanner);
+	close(cc.dirfd);
+	ps->stale_dropped += cc.stale;
+	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
+		s->nblocks = 0;
 	if (ok) { /* coverage.h: the last scan's THP numbers are stale now */
 		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);
@@ -158,8 +235,9 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_UNMAPPED:
-			/* Unmapped since the scan: a stale candidate of this
-			 * process only; nobody else waits for it. */
+		case COLLAPSE_STALE:
+			/* Unmapped, emptied, freed... since the scan: a stale
+			 * candidate of this process only; its next scan decides. */
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
 			break;
 		case COLLAPSE_EAGAIN:
@@ -208,6 +286,13 @@ void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, str
 				cr->addrs[n++] = sel[j].addr;
 				sel[j].proc = UINT32_MAX;
 			}
+		/* A block that was not re-checked is never collapsed: a scan
+		 * of this pass found it (last_scan), and no scan of the process
+		 * stopped midway since (the blocks above its cursor are older). */
+		if (e->st[p].last_scan < now || e->st[p].scan_cursor) {
+			ps->outcomes[COLLAPSE_NOT_TRIED] += n;
+			continue;
+		}
 		collapse_process(e, p, cr, n, ps, collect_retry, now);
 		/* Bound one dispatch; what is left keeps its place. */
 		if ((cr->deadline > 0 && e->now() >= cr->deadline) || (cr->interrupted && cr->interrupted()))
@@ -222,7 +307,9 @@ size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t n
 	for (size_t i = 0; i < nsel; i++) {
 		struct proc_state *s = &e->st[e->cands[i].proc];
 
-		if (s->last_scan < now)
+		/* Not again if its scan stopped midway in this pass: it had its
+		 * share (collapse_selected() leaves its blocks alone). */
+		if (s->last_scan < now && !(s->scan_cursor && s->cursor_set == now))
 			rescan_visit(e, s, o, ps, now, true);
 		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
 			dropped++;

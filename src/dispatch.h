@@ -11,7 +11,11 @@
  * ENOMEM while the kernel's allocation failure count did not move is an
  * unmapped block (COLLAPSE_UNMAPPED): dropped, and nothing stops.
  * recheck_selected() first rescans the selected processes not scanned in
- * this pass, since cold or freed memory leaves no trace in the sample. */
+ * this pass, since cold or freed memory leaves no trace in the sample; a
+ * process whose scan did not complete in this pass is not collapsed. Then
+ * each call's blocks are checked again right before it (the process, the
+ * policies it was scanned under, and range_scan_recheck() over just those
+ * blocks): the stale ones are not submitted (COLLAPSE_STALE). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

@@ -267,7 +267,7 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	if (sampling || e->pending || e->resume_pid || e->last_full_pass <= 0 ||
+	if (sampling || e->pending || e->resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
 	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell))
 		return false;
 	/* Remembered: a move asks for a full sample. */
@@ -308,10 +308,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	while (first < e->nst && e->st[first].pid < e->resume_pid)
 		first++;
 	e->pass_start = t0;
-	e->scan_from_pid = e->resume_pid;
-	e->scan_from_addr = e->resume_addr;
 	e->resume_pid = 0;
-	e->resume_addr = 0;
 	unsigned scanned = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
@@ -327,9 +324,10 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		}
 		scanned = ps->procs_scanned;
 		ps->procs_total++;
-		rescan_visit(e, &e->st[i], o, ps, now, false);
-		if (e->resume_pid) /* out of time inside that process */
+		if (rescan_visit(e, &e->st[i], o, ps, now, false) == -ETIMEDOUT) {
+			e->resume_pid = e->st[i].pid; /* out of time inside it: its scan_cursor says where */
 			break;
+		}
 		if (e->st[i].policy && !e->st[i].policy->enable)
 			ps->procs_disabled++;
 		if (e->st[i].cgroup_unknown)
@@ -348,9 +346,12 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	}
 	e->last_full_pass = now;
 	e->pending = 0;
-	for (size_t i = 0; i < e->nst; i++)
+	e->partial_scans = 0;
+	for (size_t i = 0; i < e->nst; i++) {
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid))
 			e->pending += e->st[i].nblocks;
+		e->partial_scans += e->st[i].scan_cursor != 0;
+	}
 	refresh_doorbell(e, now);
 	/* The rings are drained at the start of the next pass: faults during
 	 * this one are not lost (a refresh keeps what the old rings held),

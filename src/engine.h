@@ -72,7 +72,8 @@ struct pass_options {
 	 * NULL: never. */
 	bool (*interrupted)(void);
 	double max_seconds; /* stop scanning and collapsing this long after the
-			     * pass began (0: no limit), checked between VMAs,
+			     * pass began (0: no limit), checked between VMAs
+			     * (and between pagemap chunks on the read path),
 			     * so one VMA's scan at most overruns it; the rest
 			     * waits for the next pass, which resumes there */
 };
@@ -144,16 +145,12 @@ struct engine {
 	struct mapped_watch mapped; /* memory populated without faults */
 	double last_full_pass;      /* monotonic seconds */
 	size_t pending;             /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;           /* a pass ran out of time: the next scans from here */
-	uint64_t resume_addr;       /* … and from this VMA of it (0: its start), if it ran out inside one process */
-	/* This pass's start (e->now) and where its scan resumes (from the
-	 * last pass's resume_pid/resume_addr). */
-	double pass_start;
-	pid_t scan_from_pid;
-	uint64_t scan_from_addr;
-	uint64_t passes_idle;    /* passes skipped by the doorbell */
-	struct pass_stats total; /* since start */
-	struct pass_stats last;  /* the last pass */
+	pid_t resume_pid;           /* a pass ran out of time: the next scans from here (its scan_cursor) */
+	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
+	double pass_start;          /* this pass's start (e->now) */
+	uint64_t passes_idle;       /* passes skipped by the doorbell */
+	struct pass_stats total;    /* since start */
+	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
 	/* The THP policy (live and original), read from thp_dir at most once a
 	 * second while processes are scanned or their faults weighed

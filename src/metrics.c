@@ -252,7 +252,7 @@ int metrics_print_status(FILE *out, const char *path)
 {
 	static const char *const results[] = {
 	    "candidate",   "pmd_mapped", "no_pte_table", "exceed_none_pte", "page_lazyfree", "cold",  "ineligible",
-	    "memcg_limit", "collapsed",  "eagain",       "enomem",          "unmapped",      "einval"};
+	    "memcg_limit", "collapsed",  "eagain",       "enomem",          "unmapped",      "stale", "einval"};
 	char buf[65536], series[128];
 	double passes, bytes = 0;
 	struct stat st;

@@ -33,6 +33,11 @@ struct proc_state {
 	 * is not scanned again (O(1): the stat read of the sample). */
 	bool scanned;
 	double last_scan;
+	/* A scan that stopped midway (out of time, or the read path's bound:
+	 * range_scan.h) goes on from here at its next visit; 0: none. The
+	 * blocks below it are that scan's, those above the one before's. */
+	uint64_t scan_cursor;
+	double cursor_set; /* the pass (its sample time) that set it */
 	uint64_t scan_minflt, scan_majflt, scan_rss, scan_vsize;
 	char *cgroup;
 	const struct policy *policy; /* into the engine's config */

@@ -258,9 +258,34 @@ static bool read_kpageflags(struct range_scanner *s, const uint64_t *pm, uint64_
 	return true;
 }
 
+/* Lazy-free pages show only in kpageflags, and reading the flags of 512
+ * scattered pages costs hundreds of preads (2.3 ms per block, measured
+ * here). So a candidate keeps, besides the scan's verdict, how many of
+ * LAZY_SAMPLE pages at fixed offsets read lazy-free (clean or written
+ * again: kpageflags cannot tell); the re-check before collapse reads the
+ * same pages again, and more of them lazy-free means freed since. */
+static uint8_t sample_lazyfree(struct range_scanner *s, const uint64_t *pm)
+{
+	const uint64_t lazy = UINT64_C(1) << KPF_ANON, mask = lazy | (UINT64_C(1) << KPF_SWAPBACKED);
+	uint8_t n = 0;
+
+	for (unsigned i = 0; i < LAZY_SAMPLE && kpf_usable(s); i++) {
+		uint64_t e = pm[i * (HPAGE_PAGES / LAZY_SAMPLE)], f;
+		uint64_t pfn = e & PM_PFN_MASK;
+
+		if (!(e & PM_PRESENT) || pfn == 0)
+			continue;
+		s->stats.kpageflags_preads++;
+		if (pread(s->kpageflags_fd, &f, sizeof(f), (off_t)(pfn * sizeof(f))) == sizeof(f) && (f & mask) == lazy)
+			n++;
+	}
+	return n;
+}
+
 /* The page-by-page look at a block that passed the cheap checks: the
- * exclusive bit for max_ptes_shared and, if asked, kpageflags for lazy-free.
- * Present, zero, swap and huge counts stay those of the scan. */
+ * exclusive bit for max_ptes_shared and, if asked, kpageflags for lazy-free
+ * (and the lazy-free sample of an anonymous candidate). Present, zero, swap
+ * and huge counts stay those of the scan. */
 static int deep_check(struct range_scanner *s, uint64_t addr, bool anon, bool check_lazyfree,
 		      const struct collapse_limits *lim, struct block_counts *c, enum scan_result *r)
 {
@@ -282,6 +307,8 @@ static int deep_check(struct range_scanner *s, uint64_t addr, bool anon, bool ch
 	c->shared = kpf_ok ? d.shared : (d.shared > c->zero ? d.shared - c->zero : 0);
 	c->lazyfree = d.lazyfree;
 	*r = classify_block(c, anon, lim);
+	if (anon && (*r == SCAN_CANDIDATE || *r == SCAN_PAGE_LAZYFREE))
+		c->lazy_sampled = sample_lazyfree(s, s->pm);
 	if (*r == SCAN_CANDIDATE && check_lazyfree && !kpf_ok)
 		*r = SCAN_PAGE_LAZYFREE; /* never collapse blindly */
 	return 0;
@@ -317,7 +344,7 @@ static void pagemap_block(struct range_scanner *s, const uint64_t *pm, bool anon
 		memset(s->kpf, 0, HPAGE_PAGES * sizeof(uint64_t));
 		kpf_ok = read_one_thp_kpageflags(s, pm, s->kpf);
 		if (!kpf_ok)
-			return; /* exclusive small pages: the counts are exact */
+			goto out; /* exclusive small pages: the counts are exact */
 	} else {
 		kpf_ok = read_kpageflags(s, pm, s->kpf, HPAGE_PAGES);
 	}
@@ -333,6 +360,8 @@ static void pagemap_block(struct range_scanner *s, const uint64_t *pm, bool anon
 out:
 	if (*r == SCAN_CANDIDATE && check_lazyfree && !kpf_ok)
 		*r = SCAN_PAGE_LAZYFREE;
+	if (anon && (*r == SCAN_CANDIDATE || *r == SCAN_PAGE_LAZYFREE))
+		c->lazy_sampled = sample_lazyfree(s, pm);
 }
 
 /* What a VMA's scan needs while the walk hands it blocks. */
@@ -444,15 +473,37 @@ static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nbloc
 	return x->err;
 }
 
+/* Whether the read path may read npages more pagemap entries for this
+ * process in this pass, and if so charges them. */
+static bool take_budget(struct range_scanner *s, size_t npages)
+{
+	if (s->budget_pages < npages)
+		return false;
+	s->budget_pages -= npages;
+	return true;
+}
+
 /* The pre-6.7 path: pagemap in chunks of PM_CHUNK_BLOCKS blocks, one pread
- * each, into the scanner's buffer. */
+ * each, into the scanner's buffer. Pagemap costs 8 bytes per page whether
+ * anything is mapped there or not, so the walk stops where the process's
+ * budget runs out (-EINPROGRESS) or the caller's time is up (-ETIMEDOUT,
+ * asked between chunks, after the first), with s->stopped_at the first
+ * block not read. */
 static int scan_with_pread(struct range_scanner *s, uint64_t first, size_t nblocks, struct vma_scan *x)
 {
 	for (size_t i = 0; i < nblocks && !x->err;) {
 		size_t n = nblocks - i < PM_CHUNK_BLOCKS ? nblocks - i : PM_CHUNK_BLOCKS;
 		uint64_t addr = first + i * HPAGE_SIZE;
-		int err = read_pagemap(s, s->pm, addr, n * HPAGE_PAGES);
+		int err;
 
+		if (i > 0 && s->stop && s->stop(s->stop_ctx))
+			err = -ETIMEDOUT;
+		else if (!take_budget(s, n * HPAGE_PAGES))
+			err = -EINPROGRESS;
+		else
+			err = read_pagemap(s, s->pm, addr, n * HPAGE_PAGES);
+		if (err == -ETIMEDOUT || err == -EINPROGRESS)
+			s->stopped_at = addr;
 		if (err)
 			return err;
 		for (size_t j = 0; j < n && !x->err; j++) {
@@ -467,15 +518,13 @@ static int scan_with_pread(struct range_scanner *s, uint64_t first, size_t nbloc
 	return x->err;
 }
 
-/* Pages of [start, end) that kpageflags reads lazy-free. -ENODATA when
- * kpageflags fails. Costs a pagemap read of the range in chunks, plus the
- * kpageflags of its present pages. */
-static int count_lazyfree_pages(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t *out)
+/* Adds to *out the pages of [start, end) that kpageflags reads lazy-free.
+ * -ENODATA when kpageflags fails. Costs a pagemap read of the range in
+ * chunks, plus the kpageflags of its present pages. */
+static int count_lazyfree_range(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t *out)
 {
 	const uint64_t lazy = UINT64_C(1) << KPF_ANON, mask = lazy | (UINT64_C(1) << KPF_SWAPBACKED);
 
-	*out = 0;
-	s->stats.lazyfree_counts++;
 	for (uint64_t a = start; a < end;) {
 		size_t npages = (end - a) / PAGE_SZ;
 
@@ -496,6 +545,70 @@ static int count_lazyfree_pages(struct range_scanner *s, uint64_t start, uint64_
 		a += npages * PAGE_SZ;
 	}
 	return 0;
+}
+
+/* Present runs closer than this are read as one: a pread of the pagemap
+ * between them costs less than another system call. */
+#define LAZY_GAP_PAGES 512u
+
+/* The PAGEMAP_SCAN path's count: the ioctl names the present runs (its
+ * walk skips what has no page table), and only those are read, so a huge
+ * sparse VMA costs what it holds, not what it spans. */
+static int count_lazyfree_present(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t *out)
+{
+	uint64_t span_start = 0, span_end = 0; /* present runs not yet counted */
+	int err = 0;
+
+	while (start < end && !err) {
+		struct hc_pm_scan_arg arg = {
+		    .size = sizeof(arg),
+		    .start = start,
+		    .end = end,
+		    .vec = (uintptr_t)s->regions,
+		    .vec_len = s->regions_cap,
+		    .category_mask = HC_PAGE_IS_PRESENT,
+		    .return_mask = HC_PAGE_IS_PRESENT,
+		};
+		int n;
+
+		do {
+			s->stats.scan_ioctls++;
+			n = s->scan_ioctl(s->pagemap_fd, &arg);
+		} while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return -errno;
+		for (int i = 0; i < n && !err; i++) {
+			if (span_end && s->regions[i].start - span_end <= LAZY_GAP_PAGES * PAGE_SZ) {
+				span_end = s->regions[i].end;
+				continue;
+			}
+			if (span_end)
+				err = count_lazyfree_range(s, span_start, span_end, out);
+			span_start = s->regions[i].start;
+			span_end = s->regions[i].end;
+		}
+		if (arg.walk_end <= start)
+			return -EIO;
+		start = arg.walk_end;
+	}
+	if (!err && span_end)
+		err = count_lazyfree_range(s, span_start, span_end, out);
+	return err;
+}
+
+/* Pages of [start, end) that kpageflags reads lazy-free. -ENODATA when
+ * that cannot be known: kpageflags fails, or on the read path the range
+ * does not fit in what is left of the process's budget (8 bytes of
+ * pagemap per page, mapped or not). */
+static int count_lazyfree_pages(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t *out)
+{
+	*out = 0;
+	s->stats.lazyfree_counts++;
+	if (s->use_scan_ioctl)
+		return count_lazyfree_present(s, start, end, out);
+	if (!take_budget(s, (end - start) / PAGE_SZ))
+		return -ENODATA;
+	return count_lazyfree_range(s, start, end, out);
 }
 
 /* The MADV_PAGEOUT probe of the pending held blocks (lazyfree.h), then a
@@ -545,13 +658,15 @@ static int probe_pending(struct range_scanner *s, struct vma_scan *x)
 }
 
 /* Decides the held blocks' lazy-free pages for the whole VMA, then hands
- * every held block over in address order. */
-static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma_scan *x)
+ * every held block over in address order. whole: the walk saw all of the
+ * VMA; otherwise the VMA's count means nothing against smaps', and blocks
+ * with lazy-free pages stay out. */
+static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma_scan *x, bool whole)
 {
 	enum lazyfree_verdict verdict = LAZYFREE_ALL_CLEAN;
 	int err = 0;
 
-	if (x->pending) {
+	if (x->pending && whole) {
 		uint64_t kpf_pages;
 
 		err = count_lazyfree_pages(s, v->start, v->end, &kpf_pages);
@@ -575,11 +690,20 @@ static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma
 int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazyfree, const struct collapse_limits *lim,
 		   uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate, void *ctx)
 {
+	return range_scan_vma_from(s, v, 0, check_lazyfree, lim, results, on_candidate, ctx);
+}
+
+int range_scan_vma_from(struct range_scanner *s, const struct vma *v, uint64_t from, bool check_lazyfree,
+			const struct collapse_limits *lim, uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate,
+			void *ctx)
+{
 	bool anon = v->kind == VMA_ANON;
 	struct vma_scan x = {
 	    .s = s,
 	    .anon = anon,
-	    .deep = (anon && lim->max_ptes_shared < HPAGE_PAGES) || check_lazyfree,
+	    /* Anonymous candidates are sampled for lazy-free pages wherever
+	     * kpageflags can be read (sample_lazyfree). */
+	    .deep = (anon && (lim->max_ptes_shared < HPAGE_PAGES || kpf_usable(s))) || check_lazyfree,
 	    .check_lazyfree = check_lazyfree,
 	    .hold = check_lazyfree && kpf_usable(s),
 	    .lim = lim,
@@ -588,24 +712,30 @@ int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazy
 	    .ctx = ctx,
 	};
 	struct vma_blocks b;
+	uint64_t first;
+	size_t nblocks;
 	int err;
 
 	if (s->pagemap_fd < 0)
 		return -EBADF;
+	s->stopped_at = 0;
 	vma_blocks(v, &b);
-	if (b.whole == 0)
+	/* Resuming: the blocks below from were read by an earlier call. */
+	first = from > b.first ? (from + HPAGE_SIZE - 1) & ~(uint64_t)(HPAGE_SIZE - 1) : b.first;
+	if (first >= b.first + b.whole * HPAGE_SIZE)
 		return 0;
+	nblocks = b.whole - (first - b.first) / HPAGE_SIZE;
 	/* Nothing resident or swapped: no page table can say otherwise. This
 	 * is what keeps a 1 TiB PROT_NONE reservation free on the read path. */
 	if (v->rss_kb == 0 && v->swap_kb == 0) {
 		s->stats.vmas_skipped++;
-		results[SCAN_NO_PTE_TABLE] += b.whole;
+		results[SCAN_NO_PTE_TABLE] += nblocks;
 		return 0;
 	}
 	/* All resident memory PMD-mapped (AnonHugePages counts PMD mappings
 	 * only, and they are always whole aligned blocks): nothing to collapse,
 	 * and nothing to read. An 8 GiB heap of THPs costs no syscall. */
-	if (anon && v->swap_kb == 0 && v->anon_huge_kb == v->rss_kb) {
+	if (anon && v->swap_kb == 0 && v->anon_huge_kb == v->rss_kb && first == b.first) {
 		uint64_t pmds = v->anon_huge_kb / (HPAGE_SIZE / 1024);
 
 		if (pmds > b.whole)
@@ -617,13 +747,67 @@ int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazy
 	}
 	s->nheld = 0;
 	if (s->use_scan_ioctl)
-		err = scan_with_ioctl(s, b.first, b.whole, &x);
+		err = scan_with_ioctl(s, first, nblocks, &x);
 	else
-		err = scan_with_pread(s, b.first, b.whole, &x);
-	if (!err && x.hold)
-		err = resolve_held(s, v, &x);
+		err = scan_with_pread(s, first, nblocks, &x);
+	/* Stopped midway: what was read still counts, up to stopped_at. */
+	bool stopped = err == -EINPROGRESS || err == -ETIMEDOUT;
+	if ((!err || stopped) && x.hold) {
+		int r = resolve_held(s, v, &x, !stopped && first == b.first);
+		if (r)
+			err = r;
+	}
 	s->nheld = 0;
 	return err;
+}
+
+static int cmp_addr_index(const void *a, const void *b, void *arg)
+{
+	const uint64_t *addrs = arg;
+	uint64_t x = addrs[*(const uint32_t *)a], y = addrs[*(const uint32_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+int range_scan_recheck(struct range_scanner *s, const struct recheck_block *b, size_t n,
+		       const struct collapse_limits *lim, uint8_t *result)
+{
+	uint64_t addrs[RECHECK_MAX];
+	uint32_t order[RECHECK_MAX];
+
+	if (s->pagemap_fd < 0)
+		return -EBADF;
+	if (n > RECHECK_MAX)
+		return -E2BIG;
+	for (size_t k = 0; k < n; k++) {
+		addrs[k] = b[k].addr;
+		order[k] = (uint32_t)k;
+	}
+	qsort_r(order, n, sizeof(order[0]), cmp_addr_index, addrs);
+	/* One pread per run of blocks that fits in the buffer, gaps included. */
+	for (size_t k = 0; k < n;) {
+		uint64_t start = addrs[order[k]];
+		size_t end = k + 1;
+
+		while (end < n && addrs[order[end]] + HPAGE_SIZE - start <= PM_CHUNK_BLOCKS * HPAGE_SIZE)
+			end++;
+		int err = read_pagemap(s, s->pm, start, (addrs[order[end - 1]] + HPAGE_SIZE - start) / PAGE_SZ);
+		if (err)
+			return err;
+		for (; k < end; k++) {
+			const struct recheck_block *rb = &b[order[k]];
+			struct block_counts c;
+			enum scan_result r;
+
+			/* The scan's lazy-free verdict stands for the pages it
+			 * saw; more of the sample lazy-free: freed since. */
+			pagemap_block(s, s->pm + (rb->addr - start) / PAGE_SZ, rb->anon, false, lim, &c, &r);
+			if (r == SCAN_CANDIDATE && c.lazy_sampled > rb->lazy_sampled)
+				r = SCAN_PAGE_LAZYFREE;
+			result[order[k]] = (uint8_t)r;
+		}
+	}
+	return 0;
 }
 
 /* PFNs show only with CAP_SYS_ADMIN: look at one touched page of our own. */
@@ -660,8 +844,11 @@ enum pagemap_mode pagemap_mode_from_env(void)
 
 int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
 {
-	*s = (struct range_scanner){
-	    .pagemap_fd = -1, .kpageflags_fd = -1, .scan_ioctl = sys_pagemap_scan, .swap_configured = swap_configured};
+	*s = (struct range_scanner){.pagemap_fd = -1,
+				    .kpageflags_fd = -1,
+				    .scan_ioctl = sys_pagemap_scan,
+				    .swap_configured = swap_configured,
+				    .pages_per_attach = PM_PAGES_PER_ATTACH};
 	s->regions = calloc(REGIONS_CAP, sizeof(*s->regions));
 	s->pm = calloc((size_t)PM_CHUNK_BLOCKS * HPAGE_PAGES, sizeof(*s->pm));
 	s->kpf = calloc(HPAGE_PAGES, sizeof(*s->kpf));
@@ -716,6 +903,7 @@ int range_scanner_attach(struct range_scanner *s, int proc_pid_dirfd, pid_t pid)
 	if (s->pagemap_fd < 0)
 		return -errno;
 	s->pid = pid;
+	s->budget_pages = s->pages_per_attach;
 	return 0;
 }
 

@@ -10,7 +10,9 @@
  * PFNs merged into one pread.
  *
  * Older kernels (and HC_FORCE_PAGEMAP_READ=1) read pagemap instead, in
- * chunks of PM_CHUNK_BLOCKS blocks per pread into a buffer the scanner owns.
+ * chunks of PM_CHUNK_BLOCKS blocks per pread into a buffer the scanner owns,
+ * at most PM_PAGES_PER_ATTACH entries per process and pass: a longer walk
+ * stops and is resumed by the caller in a later pass.
  * On both paths a VMA whose smaps shows neither Rss nor Swap is not read at
  * all (a 1 TiB PROT_NONE reservation costs nothing), nor is an anonymous
  * one whose Rss is all AnonHugePages (PMD-mapped: nothing to collapse).
@@ -24,7 +26,8 @@
  * Lazy-free (see lazyfree.h): a block that would be a candidate but for
  * lazy-free pages is decided per VMA, from smaps LazyFree against the VMA's
  * kpageflags count, and in a VMA holding both kinds, on a machine with no
- * swap and when the caller allows it, by the MADV_PAGEOUT probe. */
+ * swap and when the caller allows it, by the MADV_PAGEOUT probe. With
+ * PAGEMAP_SCAN the VMA's count reads only its present runs. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,6 +41,12 @@
 
 /* Blocks per pagemap pread on the read path: 32 x 4 KiB = 128 KiB. */
 #define PM_CHUNK_BLOCKS 32u
+
+/* Pagemap entries the read path may read for one process per attach (one
+ * scan of it in one pass): 64 GiB of address range, 128 MiB of pagemap,
+ * about 40 ms here. Pagemap costs 8 bytes per page, mapped or not, so a
+ * 64 TiB MAP_NORESERVE reservation would otherwise cost a minute. */
+#define PM_PAGES_PER_ATTACH (UINT64_C(1) << 24)
 
 /* PAGEMAP_SCAN uapi (include/uapi/linux/fs.h), absent from older headers. */
 struct hc_page_region {
@@ -133,6 +142,13 @@ struct range_scanner {
 	 * probe_fn NULL (the default, and --dry-run) never probes. */
 	pid_t pid;
 	process_madvise_fn probe_fn;
+	/* The read path's bound: pagemap entries left for the attached
+	 * process (pages_per_attach at each attach), and stop(stop_ctx), asked
+	 * between chunks: true when the caller's time is up. */
+	uint64_t budget_pages, pages_per_attach;
+	bool (*stop)(void *ctx);
+	void *stop_ctx;
+	uint64_t stopped_at; /* out: the first block a stopped walk did not read */
 };
 
 /* Once per daemon: probes PAGEMAP_SCAN (unless mode is PAGEMAP_READ) and PFN
@@ -164,6 +180,37 @@ typedef void (*candidate_fn)(void *ctx, uint64_t addr, const struct block_counts
  * SCAN_NO_PTE_TABLE; an anonymous one with no swap and anon_huge_kb ==
  * rss_kb counts anon_huge_kb / 2 MiB blocks SCAN_PMD_MAPPED and the rest
  * SCAN_NO_PTE_TABLE. Returns 0
- * or -errno (-ESRCH when the process is gone, on both paths). */
+ * or -errno (-ESRCH when the process is gone, on both paths).
+ *
+ * On the read path the walk may stop midway: -EINPROGRESS when the
+ * attached process's budget (budget_pages) is spent, -ETIMEDOUT when
+ * s->stop said so; the blocks below s->stopped_at were classified and
+ * counted, and range_scan_vma_from() goes on from there. A VMA that was not
+ * walked whole in one call has no lazy-free verdict: its blocks with
+ * lazy-free pages count SCAN_PAGE_LAZYFREE. */
 int range_scan_vma(struct range_scanner *s, const struct vma *v, bool check_lazyfree, const struct collapse_limits *lim,
 		   uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate, void *ctx);
+/* The same for the whole blocks of v at or above from. */
+int range_scan_vma_from(struct range_scanner *s, const struct vma *v, uint64_t from, bool check_lazyfree,
+			const struct collapse_limits *lim, uint64_t results[SCAN_NR_RESULTS], candidate_fn on_candidate,
+			void *ctx);
+
+/* A remembered candidate to look at again right before it is collapsed. */
+struct recheck_block {
+	uint64_t addr;
+	uint8_t lazy_sampled; /* block_counts.lazy_sampled at its scan */
+	bool anon;
+};
+
+#define RECHECK_MAX 1023u /* COLLAPSE_MAX_IOV: one call's blocks */
+
+/* The page-table checks of the scan, for just these blocks of the attached
+ * process: one pagemap pread per run of them that fits in the buffer (so
+ * one per call when they are adjacent), and kpageflags where readable, for
+ * zero pages and THPs as the read path does, and for the lazy-free sample
+ * (LAZY_SAMPLE pages per anonymous block): more of it lazy-free than at the
+ * scan keeps the block out (SCAN_PAGE_LAZYFREE). result[k] is the scan
+ * result of b[k] now: SCAN_CANDIDATE if it may still be collapsed. Returns
+ * 0 or -errno (-ESRCH: gone). */
+int range_scan_recheck(struct range_scanner *s, const struct recheck_block *b, size_t n,
+		       const struct collapse_limits *lim, uint8_t *result);

@@ -44,8 +44,8 @@ struct scan_ctx {
 	uint64_t *results;
 	unsigned referenced_pct;
 	uint32_t vma_tag;
+	bool anon; /* the VMA's kind, for the re-check before collapse */
 	double now;
-	uint64_t from; /* resuming: blocks below were kept from the last pass */
 	int err;
 };
 
@@ -59,8 +59,6 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	struct block_memo *old, *m;
 	const struct addr_entry *refused;
 
-	if (addr < x->from)
-		return;
 	refused = addr_set_find(&s->refused, addr);
 	if (refused && refused->tag == x->vma_tag) {
 		x->results[SCAN_CANDIDATE]--;
@@ -83,6 +81,8 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->first_seen = old ? old->first_seen : x->now;
 	m->eagain = old ? old->eagain : 0;
 	m->vma_tag = x->vma_tag;
+	m->lazy_sampled = c->lazy_sampled;
+	m->anon = x->anon;
 }
 
 /* The pass's time is up (max_seconds after it began), or it is
@@ -150,26 +150,40 @@ static void thp_refresh(struct engine *e, double now)
 		e->policy_gen++;
 }
 
+struct time_check {
+	const struct engine *e;
+	const struct pass_options *o;
+};
+
+static bool time_is_up(void *opaque)
+{
+	const struct time_check *t = opaque;
+
+	return out_of_time(t->e, t->o);
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
  * Checks the pass's time between VMAs (after the first one, so that every
- * pass makes progress): when it is up, keeps what it found and the rest of
- * the previous list, sets e->resume_pid/resume_addr to go on from that VMA
- * in the next pass, and returns -ETIMEDOUT. A resumed scan (from the last
- * pass's resume point) keeps the blocks below it and scans from there.
- * Returns 0, or -errno (-ESRCH: gone or recycled). */
+ * pass makes progress) and, on the read path, inside a VMA: when it is up,
+ * or the read path's bound for one process is reached (range_scan.h),
+ * keeps what it found and the rest of the previous list, sets
+ * s->scan_cursor to go on from there at its next visit, and returns
+ * -ETIMEDOUT (time) or -EINPROGRESS (bound: the pass goes on with others).
+ * A resumed scan (s->scan_cursor set) keeps the blocks below the cursor
+ * and scans from there. Returns 0, or -errno (-ESRCH: gone or recycled). */
 static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const struct pass_options *o,
 			struct pass_stats *ps, double now)
 {
 	const struct policy *pol = s->policy;
 	struct collapse_limits lim;
-	uint64_t from = s->pid == e->scan_from_pid ? e->scan_from_addr : 0;
-	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now, .from = from};
+	uint64_t from = s->scan_cursor;
+	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now};
+	struct time_check tc = {.e = e, .o = o};
 	uint64_t before[SCAN_NR_RESULTS];
 	bool scanned_one = false;
 	int r;
 
-	if (s->pid == e->scan_from_pid)
-		e->scan_from_pid = 0; /* used once */
+	s->scan_cursor = 0; /* set again below if this one stops too */
 	r = read_smaps(dirfd, &e->smaps_buf, &e->smaps_cap, (vma_list_clear(&e->vmas), &e->vmas));
 	ps->smaps_reads++;
 	if (r < 0 && r != -EINVAL)
@@ -182,6 +196,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	r = range_scanner_attach(&e->scanner, dirfd, s->pid);
 	if (r < 0)
 		return r;
+	e->scanner.stop = time_is_up;
+	e->scanner.stop_ctx = &tc;
 
 	/* Keep the previous candidates aside so ages carry over. */
 	if (GROW(e->old_blocks, e->capold_blocks, s->nblocks) < 0) {
@@ -212,26 +228,32 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
 		const struct vma *v = &e->vmas.v[i];
+		uint64_t start = v->start > from ? v->start : from;
 		struct vma_blocks b;
 		enum scan_result verdict;
 
 		if (v->end <= from)
 			continue;
 		if (scanned_one && out_of_time(e, o)) {
-			keep_old_from(e, s, v->start);
-			e->resume_pid = s->pid;
-			e->resume_addr = v->start;
+			s->scan_cursor = start;
+			s->cursor_set = now;
 			r = -ETIMEDOUT;
 			break;
 		}
 		scanned_one = true;
 		vma_blocks(v, &b);
-		s->results[SCAN_INELIGIBLE] += b.partial;
+		/* A resumed VMA's partial blocks and verdict were counted by the
+		 * scan that stopped in it. */
+		bool resumed = start > v->start;
+		if (!resumed)
+			s->results[SCAN_INELIGIBLE] += b.partial;
 		verdict = vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
 				      pol->file_backed);
-		if (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD)
+		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
+			if (resumed)
+				continue;
 			s->results[verdict] += b.whole;
 			/* Populated enough to be a candidate once advised. */
 			if (verdict == SCAN_THP_POLICY && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
@@ -244,14 +266,21 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 			continue;
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
-		r = range_scan_vma(&e->scanner, v, v->lazyfree_kb > 0, &lim, s->results, on_candidate, &ctx);
+		ctx.anon = v->kind == VMA_ANON;
+		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
+					&ctx);
 		if (ctx.err)
 			r = ctx.err;
+		else if (r == -ETIMEDOUT || r == -EINPROGRESS)
+			s->scan_cursor = e->scanner.stopped_at, s->cursor_set = now;
 	}
 	range_scanner_detach(&e->scanner);
+	e->scanner.stop = NULL;
+	if (s->scan_cursor) /* stopped: the rest of the old list waits for the next visit */
+		keep_old_from(e, s, s->scan_cursor);
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		ps->results[i] += s->results[i] - before[i];
-	if (r >= 0 || r == -ETIMEDOUT)
+	if (r >= 0 || r == -ETIMEDOUT || r == -EINPROGRESS)
 		ps->stale_dropped += count_forgotten(e->old_blocks, e->nold_blocks, s->blocks, s->nblocks);
 	return r;
 }
@@ -269,6 +298,20 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 			 (int)s->pid, strerror(errno));
 	if (fd >= 0)
 		close(fd);
+}
+
+bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd)
+{
+	thp_refresh(e, e->now());
+	/* The THP knobs or the config changed since: its verdicts are stale. */
+	if (s->scan_policy_gen != e->policy_gen)
+		return false;
+	/* THP switched off by prctl since: the kernel would refuse the blocks
+	 * (EINVAL) and the refusal would be remembered for full_rescan_s;
+	 * better left to the next scan. Unknown counts as enabled, as at the
+	 * scan. The except-advised prctl shows only in smaps (THPeligible),
+	 * which this does not read again. */
+	return !s->thp_enabled || read_proc_thp_enabled(dirfd) != 0;
 }
 
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
@@ -325,8 +368,8 @@ static bool rescan_closed(struct engine *e, const struct proc_state *s, bool map
 	return proc_state_closed(s, e->policy_gen);
 }
 
-void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
-		  double now, bool force)
+int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
+		 double now, bool force)
 {
 	const struct config *cfg = e->cfg;
 	bool maps_changed = s->scan_vsize != s->prev.vsize;
@@ -335,12 +378,12 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	bool due = now - s->last_scan >= cfg->full_rescan_s;
 	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
-	bool resuming = s->pid == e->scan_from_pid && e->scan_from_addr;
+	bool resuming = s->scan_cursor != 0;
 	bool closed = changed && rescan_closed(e, s, maps_changed, now);
 	uint64_t refused_kb = s->refused_kb;
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
-	int dirfd, r;
+	int dirfd, r, ret = 0;
 
 	/* Too small for a 2 MiB block (like the short-lived processes of a
 	 * shell, cron or a health check): not even a first look until it
@@ -348,27 +391,29 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	 * it grows or its maps change. */
 	if (proc_state_small(s) && !force && !resuming && !o->unlimited && (!s->scanned || !maps_changed)) {
 		ps->procs_unchanged++;
-		return;
+		return 0;
 	}
 	if ((!changed || closed) && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
 	    (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
-		return;
+		return 0;
 	}
 	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return;
+		return 0;
 	/* Through this dirfd every read is of the process we sampled, or fails:
 	 * check that it is still the one with our start time. */
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
 		goto out;
 	if ((!s->cgroup || !s->policy || due) && rescan_refresh_policy(e, s, dirfd) < 0) {
 		s->nblocks = 0;
+		s->scan_cursor = 0;
 		goto remember; /* unknown: like a disabled one, until it changes */
 	}
 	if (!s->policy->enable) {
 		s->nblocks = 0;
+		s->scan_cursor = 0;
 		s->open_blocks = 0; /* nothing to collapse until the config changes */
 		goto remember;      /* not scanned, but not looked at again until it changes */
 	}
@@ -386,8 +431,10 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */
 	smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
-	if (r == -ETIMEDOUT) /* resumed next pass: not scanned yet */
+	if (r == -ETIMEDOUT || r == -EINPROGRESS) { /* resumed at its next visit: not scanned yet */
+		ret = r == -ETIMEDOUT ? r : 0;
 		goto out;
+	}
 	if (r == -EACCES || r == -EPERM) {
 		/* Capabilities were checked at start, so this process is
 		 * protected on its own (another user namespace, a sandbox):
@@ -405,6 +452,7 @@ void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_opti
 	}
 	if (r < 0) {
 		s->nblocks = 0;
+		s->scan_cursor = 0;
 		goto out;
 	}
 	ps->procs_scanned++;
@@ -429,4 +477,5 @@ remember:
 	s->scan_vsize = now_stat.vsize;
 out:
 	close(dirfd);
+	return ret;
 }

@@ -24,6 +24,16 @@ struct pass_stats;
  * collapsed: a policy must never be guessed. Returns 0 or -errno. */
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd);
 
-/* Rescans s if it needs one (always if force), counting in ps. */
-void rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
-		  double now, bool force);
+/* Whether what s's last scan judged by still holds, right before a
+ * collapse: the THP policy (sysfs, read again at most once a second) and
+ * the config are those it was scanned under, and it has not switched THP
+ * off with prctl(PR_SET_THP_DISABLE) since (/proc/PID/status through
+ * dirfd). */
+bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd);
+
+/* Rescans s if it needs one (always if force, or if an earlier scan of it
+ * stopped midway: s->scan_cursor), counting in ps. Returns -ETIMEDOUT when
+ * the pass's time ran out inside s (s->scan_cursor says where), else 0. A
+ * scan that stopped midway leaves s->last_scan as it was. */
+int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
+		 double now, bool force);

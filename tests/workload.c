@@ -47,6 +47,11 @@
  * The manyvmas role fills its buffer, then makes every other page
  * read-only: one VMA per page (--mb 250 is 64000 VMAs), with the resident
  * memory that makes the daemon look at it.
+ * The reserve role maps N MiB with MAP_NORESERVE and MADV_HUGEPAGE (64 TiB
+ * costs no memory) and fills two blocks of it as 4 KiB pages: the first,
+ * whose first 64 pages it then MADV_FREEs, and the one RESERVE_FAR_MB
+ * further (if the range reaches); "ready" names the first, a "far 0x<addr>"
+ * line the second. Any unprivileged process can do this.
  * Exit 2 means bad usage or a set-up failure. */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,10 +79,27 @@
  * pages and unmaps the old one, so it always has new candidates. */
 /* partial: hot, 3 of every 4 pages filled as 4 KiB pages, then
  * MADV_HUGEPAGE (eligible under enabled=madvise whatever the scope or --advise). */
-enum role { HOT, COLD, LAZYFREE, SPARSE, HUGE, SHMEM, NOHUGE, THPOFF, IDLE, CHURN, MATRIX, LAZYMIX, MANYVMAS, PARTIAL };
+enum role {
+	HOT,
+	COLD,
+	LAZYFREE,
+	SPARSE,
+	HUGE,
+	SHMEM,
+	NOHUGE,
+	THPOFF,
+	IDLE,
+	CHURN,
+	MATRIX,
+	LAZYMIX,
+	MANYVMAS,
+	PARTIAL,
+	RESERVE
+};
 
-static const char *const role_names[] = {"hot",    "cold", "lazyfree", "sparse", "huge",    "shmem",    "nohuge",
-					 "thpoff", "idle", "churn",    "matrix", "lazymix", "manyvmas", "partial"};
+static const char *const role_names[] = {"hot",    "cold",    "lazyfree", "sparse",  "huge",
+					 "shmem",  "nohuge",  "thpoff",   "idle",    "churn",
+					 "matrix", "lazymix", "manyvmas", "partial", "reserve"};
 
 #ifndef PR_THP_DISABLE_EXCEPT_ADVISED
 #define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* include/uapi/linux/prctl.h, Linux 6.18 */
@@ -369,7 +391,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hc_workload --role "
-		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial "
+		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
 		"[--file PATH]\n");
 	exit(2);
@@ -434,6 +456,33 @@ static char *map_matrix(size_t len)
 	return v[0];
 }
 
+#define RESERVE_FAR_MB (100u << 10) /* 100 GiB */
+
+static int reserve(size_t len)
+{
+	char *raw =
+	    mmap(NULL, len + HPAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t far = (size_t)RESERVE_FAR_MB << 20;
+
+	if (raw == MAP_FAILED)
+		die("mmap(MAP_NORESERVE)");
+	char *buf = (char *)(((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1));
+	if (madvise(buf, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	fill(HOT, buf, HPAGE_SZ);
+	if (far + HPAGE_SZ <= len)
+		fill(HOT, buf + far, HPAGE_SZ);
+	if (madvise(buf, 64 * PAGE_SZ, MADV_FREE))
+		die("madvise(MADV_FREE)");
+	printf("ready %ld 0x%" PRIxPTR " %zu\n", (long)getpid(), (uintptr_t)buf, len);
+	if (far + HPAGE_SZ <= len)
+		printf("far 0x%" PRIxPTR "\n", (uintptr_t)(buf + far));
+	fflush(stdout);
+	while (!stop_requested)
+		sleep_ms(1000);
+	return 0;
+}
+
 static void set_prctl(const char *mode)
 {
 	int r = 0;
@@ -492,6 +541,9 @@ int main(int argc, char **argv)
 			sleep_ms((unsigned)interval_ms);
 		return verify(IDLE, first, len) < 0 ? 0 : 3;
 	}
+
+	if (r == RESERVE)
+		return reserve(len);
 
 	char *buf = r == SHMEM ? map_aligned_shmem(len) : map_aligned_anon(len);
 	/* Flags go on before the first touch so the faults already obey them. */

@@ -5,7 +5,14 @@
 # written again. kpageflags reads blocks 0, 1 and 3 alike.
 #  - --dry-run may not probe: only block 2 is a candidate, nothing changes;
 #  - a real pass (no swap here) probes with MADV_PAGEOUT and collapses
-#    blocks 1, 2 and 3, not block 0, and the written data stays intact.
+#    blocks 1, 2 and 3, not block 0, and the written data stays intact;
+#  - the workload then reads block 0's discarded pages back. Where a read
+#    fault maps the shared zero page, that block holds nothing (none and
+#    zero-page entries) and is no candidate; where it maps real pages
+#    (kernels booted with pvm_no_zero_page=1, this one), they are 512
+#    exclusive pages the process holds like any other, and the block is a
+#    candidate again, as khugepaged would count it. The test reads block
+#    0's pagemap entries to know which, and asserts the daemon's answer.
 # khugepaged is kept asleep meanwhile (scan_sleep_millisecs, restored on
 # exit), or it would collapse all four blocks itself. Needs root and no swap;
 # exits 77 otherwise.
@@ -115,10 +122,41 @@ assert_eq "real: 6 MiB PMD-mapped" "$(wl_pmd_bytes lazymix)" $((6 << 20))
 assert_eq "real: blocks 1, 2, 3 are THPs, block 0 is not" "$(thp_blocks)" "1 2 3 "
 assert_eq "real: no clean lazy-free page left (kB)" "$(wl_field lazymix LazyFree)" 0
 
-### Which ones: a dry run after it.
+# block_map B: "PRESENT EXCLUSIVE", the counts of the buffer's block B's 512
+# pagemap entries (bit 63 present, bit 56 exclusively mapped; the workload
+# never forks, so a present page that is not exclusive is the zero page).
+block_map()
+{
+	local e present=0 excl=0
+	for e in $(dd if="/proc/${WL_PID[lazymix]}/pagemap" bs=4096 skip=$(((ADDR >> 21) + $1)) count=1 \
+		2>/dev/null | od -An -v -tx8); do
+		((0x${e:0:1} & 8)) || continue
+		present=$((present + 1))
+		excl=$((excl + (0x${e:1:1} & 1)))
+	done
+	echo "$present $excl"
+}
+block0_read_back()
+{
+	[[ $(block_map 0) == 512\ * ]]
+}
+
+### Which ones: a dry run after it, once the workload has read block 0 back.
+hc_wait_until 10 block0_read_back
+read -r present0 excl0 <<<"$(block_map 0)"
+hc_log "block 0 read back: $present0 present, $excl0 exclusive"
+assert_eq "after: the workload read block 0 back (present pages)" "$present0" 512
 run after --once --dry-run --json
 assert_ge "after: blocks 1, 2, 3 counted pmd_mapped" "$(json_proc_result "$HC_TMP/after.json" lazymix pmd_mapped)" 3
-assert_eq "after: block 0 is not a candidate" "$(candidate_blocks "$HC_TMP/after.json")" ""
+if ((excl0 == 0)); then
+	assert_eq "after: block 0 (zero-page entries) is not a candidate" "$(candidate_blocks "$HC_TMP/after.json")" ""
+else
+	assert_eq "after: block 0 read back as real pages (no zero page here): all exclusive" "$excl0" 512
+	assert_eq "after: block 0 (512 real pages) is a candidate again" "$(candidate_blocks "$HC_TMP/after.json")" "0 "
+	assert_eq "after: block 0's candidate has 512 present pages" "$(jq -r --argjson pid "${WL_PID[lazymix]}" \
+		--arg a "$(printf '0x%x' "$ADDR")" '.processes[] | select(.pid == $pid) | .candidates[] |
+		select(.addr == $a) | .present' "$HC_TMP/after.json")" 512
+fi
 assert_eq "after: pattern intact while running" "$(workload_verify lazymix)" "pattern ok"
 
 stop_workload lazymix

@@ -50,7 +50,8 @@ struct child {
  * 'r' makes the last block read-only (splits the buffer's VMA: no counter
  * moves),
  * 'v' maps SEPARATE_VMAS more filled blocks, each its own VMA (PROT_NONE
- * blocks between them); any other, like 'p', is only answered. */
+ * blocks between them), 'd' gives the buffer MADV_DONTNEED (emptied, no
+ * counter moves); any other, like 'p', is only answered. */
 #define SEPARATE_VMAS 8
 
 static int map_separate(void)
@@ -133,6 +134,8 @@ static void child_main(int cmd, int ack)
 			_exit(2);
 		else if (c == 'v' && map_separate() < 0)
 			_exit(2);
+		else if (c == 'd' && madvise(buf, len, MADV_DONTNEED))
+			_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
 		for (size_t off = 0; c == 'l' && off < len; off += PAGE)
@@ -200,6 +203,9 @@ static struct fake {
 	bool enomem_is_alloc_failure;
 	uint64_t alloc_failed;
 	unsigned alloc_failed_reads;
+	/* The child's command between the first call and the second. */
+	struct child *after_first_call;
+	char after_first_cmd;
 } fk;
 
 static int fake_alloc_failed(void *ctx, uint64_t *count)
@@ -282,6 +288,18 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 		done += iov[i].iov_len;
 	}
 	return (ssize_t)done;
+}
+
+/* fake_madvise(), then the child's command after the first call. */
+static ssize_t fake_madvise_then(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
+{
+	ssize_t r = fake_madvise(pidfd, iov, vlen, advice, flags);
+	int err = errno;
+
+	if (fk.after_first_call && fk.calls == 1)
+		child_do(fk.after_first_call, fk.after_first_cmd);
+	errno = err;
+	return r;
 }
 
 /* A hugecollapsed daemon running meanwhile would really collapse the
@@ -711,6 +729,93 @@ static void test_freed_after_scan_not_collapsed(void **state)
 	check_stale(*state, 'l', SCAN_PAGE_LAZYFREE);
 }
 
+/* Paced calls (one block each, a pause between): between the first call
+ * and the second, the owner frees (MADV_FREE) or empties (MADV_DONTNEED)
+ * the buffer. Each call's blocks are checked again right before it, so
+ * only the first call is made (issue 16, defect 7: all four were). */
+static void check_recheck_each_call(struct fixture *f, char advice)
+{
+	f->cfg.defaults.blocks_per_call = 1;
+	f->cfg.defaults.pause_ms = 1;
+	fk.after_first_call = &f->ch;
+	fk.after_first_cmd = advice;
+	f->e.madvise_fn = fake_madvise_then;
+	first_pass(f);
+	assert_int_equal(fk.calls, 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_STALE], NBLOCKS - 1);
+	assert_int_equal(f->ps.stale_dropped, NBLOCKS - 1);
+	assert_int_equal(f->e.pending, 0); /* dropped: the next scan decides */
+}
+
+static void test_freed_between_calls_not_collapsed(void **state)
+{
+	check_recheck_each_call(*state, 'l');
+}
+
+static void test_emptied_between_calls_not_collapsed(void **state)
+{
+	check_recheck_each_call(*state, 'd');
+}
+
+/* A clock that moves STEP_COST seconds at every look. */
+#define STEP_COST 0.3
+static double step_clock(void)
+{
+	fake_time += STEP_COST;
+	return fake_time;
+}
+
+/* The rescan before collapse runs out of time after its first VMA: the
+ * blocks it kept from the last scan were not checked again, and are not
+ * collapsed, nor even submitted (issue 16, defect 2: with the whole buffer
+ * MADV_FREEd, 2 blocks were collapsed). */
+static void test_recheck_out_of_time_not_collapsed(void **state)
+{
+	struct fixture *f = *state;
+	const struct proc_state *s;
+
+	f->cfg.defaults.budget_mb_per_s = 2 * (BLOCK >> 20); /* two blocks per 1 s pass */
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 2);
+	assert_int_equal(f->e.pending, NBLOCKS - 2);
+	child_do(&f->ch, 'l');
+	f->e.now = step_clock;
+	f->o.max_seconds = 1;
+	fake_time = T0 + 1;
+	assert_int_equal(engine_pass(&f->e, &f->o, &f->ps), 0);
+	s = engine_find(&f->e, f->ch.pid);
+	assert_non_null(s);
+	assert_true(s->scan_cursor != 0); /* the rescan stopped midway */
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	assert_int_equal(fk.calls, 1);
+}
+
+/* Only the pass's own loop over the processes says where the next pass
+ * starts: a rescan before collapse that runs out of time leaves a cursor in
+ * its process, not the rotation point (it overwrote e->resume_pid, and the
+ * next pass skipped the processes between). The clock moves only with the
+ * scan's work, so the pass's loop (nothing changed: nothing read) ends in
+ * time. */
+static void test_recheck_out_of_time_keeps_rotation(void **state)
+{
+	struct fixture *f = *state;
+	const struct proc_state *s;
+
+	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass: three wait */
+	first_pass(f);
+	assert_int_equal(f->e.pending, NBLOCKS - 1);
+	work_engine = &f->e;
+	work_ops = 0;
+	f->e.now = work_clock;
+	f->o.max_seconds = 0.5 * WORK_COST; /* out of time after one page-table read */
+	pass_at(f, 1);
+	s = engine_find(&f->e, f->ch.pid);
+	assert_non_null(s);
+	assert_true(s->scan_cursor != 0); /* the rescan before collapse stopped midway */
+	assert_int_equal(f->e.resume_pid, 0);
+}
+
 /* The budget a stale block would have spent goes to the next in line. */
 static void test_stale_budget_goes_to_next(void **state)
 {
@@ -837,6 +942,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_einval_expires, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_below_one_block, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_no_spend_after_gap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_freed_between_calls_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_emptied_between_calls_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recheck_out_of_time_not_collapsed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recheck_out_of_time_keeps_rotation, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -254,9 +254,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		bool resumed = start > v->start;
 		if (!resumed)
 			s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict =
-		    vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
-				pol->file_backed);
+		verdict = vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				      pol->file_backed);
 		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
@@ -275,8 +274,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
 		ctx.anon = v->kind == VMA_ANON;
-		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results,
-					on_candidate, &ctx);
+		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
+					&ctx);
 		if (ctx.err)
 			r = ctx.err;
 		else if (r == -ETIMEDOUT || r == -EINPROGRESS)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config: the main file and cgroup.d policy files, parsed strictly with libinih.
  *
  * libinih does the key = value splitting, but it is fed through our own line

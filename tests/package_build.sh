@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian package, built as a fleet's builder would: scripts/deb.sh
 # (dpkg-buildpackage -us -uc -b in a clean copy) builds this version, whose
 # dh_auto_test runs the unit tests not labelled "kernel" and passes, and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian package (built by tests/package_build.sh, its fixture): its
 # life cycle under a real systemd in a booted Debian container
 # (tests/lib/nspawn.sh): `apt install ./….deb` enables and starts the unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_util.h: the small helpers every benchmark needs, header-only so each
  * bench_* program stays one source file.
  *

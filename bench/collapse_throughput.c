@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_collapse_throughput: MB/s of MADV_COLLAPSE through process_madvise,
  * one batched call (many iovecs) against one call per 2 MiB block.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_latency_probe: what a process feels while its memory is collapsed.
  *
  *   bench_latency_probe [--mb 256] [--interval-us 100] [--rt 1]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_pagemap_paths: page-table scan time of one process on the
  * PAGEMAP_SCAN path (6.7+) against the pre-6.7 pread path, forced.
  *

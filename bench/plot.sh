@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench/plot.sh [DIR]: the benchmark plots, as SVG, from the data files that
 # bench/run writes into DIR (default bench/results):
 #   scaling.svg        CPU per second and RSS of hugecollapsed against the

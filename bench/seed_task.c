@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_seed_task: one task of the hot1 -> cold -> hot2 scenario from the
  * "Improve khugepaged scan logic" series (linux-mm, Dec 2025 - Feb 2026).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bench_small_tasks: many small processes, for the scan-cost and scale
  * benchmarks.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Soak: the daemon runs passes back to back (scan_interval_ms = 0) over a
 # changing set of processes until it has done HC_SOAK_PASSES (10,000) passes,
 # bounded by HC_SOAK_TIMEOUT_S (900 s). Meanwhile hc_churn_worker keeps 6

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the libFuzzer targets (fuzz/fuzz_*.c) with clang, ASan and UBSan
 # into FUZZ_BUILD_DIR (default build-fuzz/). Needs clang and libclang-rt-14-dev
 # (scripts/deps.sh installs both).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Captures real seeds for fuzz_block_pagemap and fuzz_block_regions from
  * this kernel: maps blocks of anonymous memory in known states, then reads
  * its own /proc/self/pagemap, /proc/kpageflags and PAGEMAP_SCAN runs and

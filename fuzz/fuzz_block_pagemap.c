@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes block_counts_from_pagemap() + classify_block() on one block.
  *
  * Input: flags (1 byte: bit 0 anon, bit 1 kpageflags known), limits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes block_counts_from_regions() + classify_block() on PAGEMAP_SCAN runs.
  *
  * The function's precondition (range_scan.h) is that runs are sorted and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes config_policy_for(), the cgroup path matcher, against a plain
  * restatement of its contract (config.h): the rule with the longest path
  * that equals the cgroup or is a whole-component prefix of it, "/" matching

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Helpers shared by the fuzz targets: read fixed-size fields from the
  * input, zero-filled once it runs out, so every input is usable. */
 #pragma once

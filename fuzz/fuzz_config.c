@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes config_load(): the main file and the cgroup.d *.conf files through libinih.
  *
  * config.c has no buffer-level entry point (the strict line reader is fed

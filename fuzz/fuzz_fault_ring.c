@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_fault_ring_buf(): the first 16 bytes pick tail and head, the
  * rest is the ring (cut to a power of two). Whatever it answers, it must
  * not read out of bounds, every PID it returns must be a valid one, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_khugepaged_state_buf(): any bytes, in a buffer of exactly
  * their size (so ASan sees a read past the end). An accepted record must
  * name only knobs the daemon writes, each once, with a value that is not the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes the memory cgroup parsers: parse_memcg_value_buf(),
  * parse_memcg_stat_buf(), parse_mountinfo_memcg_buf() and
  * parse_cgroup_v1_buf(), each on the same bytes in a buffer of exactly their

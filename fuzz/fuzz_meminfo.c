@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_meminfo_buf(): any bytes, in a buffer of exactly their size
  * (so ASan sees a read past the end). On success both fields must stand at
  * the start of a line and the sum must fit what 18 digits each allow. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_memory_stat_buf(): any bytes, in a buffer of exactly their
  * size (so ASan sees a read past the end). On success at least one of the
  * keys stands at the start of a line; on failure u is left untouched. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_cgroup2_mount_buf(): any bytes, in a buffer of exactly their
  * size (so ASan sees a read past the end), into output buffers that are
  * sometimes tiny. On success both outputs are NUL-terminated, non-empty and

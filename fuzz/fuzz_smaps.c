@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_smaps_buf() and parse_vmflags(): any bytes, any length.
  * Besides crashes and leaks, checks what the header promises: every parsed
  * VMA has start < end and a NUL-terminated name inside the arena. */

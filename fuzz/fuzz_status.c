@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_status_buf() (and through it parse_prom_sample_buf()) on
  * any bytes in a buffer of exactly their size, then prints what it kept as
  * tables and JSON: every kept name is NUL-terminated and within bounds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_swaps_buf(): any bytes, in a buffer of exactly their size
  * (so ASan sees a read past the end). The count can never exceed the
  * number of newlines after the header line plus one. */

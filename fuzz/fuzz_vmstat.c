@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes parse_vmstat_buf(): any bytes, in a buffer of exactly their size
  * (so ASan sees a read past the end). On success the key must stand at the
  * start of a line, and the value must print back as the digits after it. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Configures and builds into BUILD_DIR (default build/) with CMake.
 # Extra arguments are passed to cmake's configure step.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds and installs the Debian package in a Debian 13 (trixie) root: a
 # debootstrap'ed minbase root (cached in HC_TRIXIE_ROOT, default
 # /var/cache/hugecollapsed-test/rootfs-trixie-build), the Build-Depends

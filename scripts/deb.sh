@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the Debian package from a clean copy of the tree and leaves the
 # .deb (hugecollapsed_VERSION_ARCH.deb) and .buildinfo/.changes in OUTDIR
 # (default: build-deb/ here). The same as `dpkg-buildpackage -us -uc -b`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs the Debian 12 packages hugecollapsed needs to build, run and test.
 # Only missing packages are installed, so a prepared machine pays nothing.
 #   scripts/deps.sh          build, run, test, bench/run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the fuzz targets (fuzz/build.sh) and runs each for FUZZ_SECONDS
 # (default 60) from its seeds in fuzz/corpus/<target>/. A crash, a sanitizer
 # report, a leak (-detect_leaks=1), more than 512 MB (-rss_limit_mb), an

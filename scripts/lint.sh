@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Static checks; any finding fails. Run by scripts/test.sh, or alone after
 # scripts/deps.sh. Builds go to LINT_BUILD_DIR (default build-lint/).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs the hugecollapsed daemon on this machine, in the foreground, with the
 # repository's default configuration (conf/hugecollapsed.conf). Ctrl-C stops
 # it and restores anything it changed. Needs root.

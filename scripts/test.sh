@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs the whole test suite: unit tests, integration tests on the real
 # kernel (as root), the systemd container test, lint, the suite again
 # under clang with ASan and UBSan, and the fuzzers. Installs what it needs

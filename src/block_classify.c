@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* block_classify: khugepaged's per-PMD checks, on counts instead of PTEs. */
 #include "block_classify.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* block_classify: decide one 2 MiB block from its page counts. Pure. */
 #pragma once
 #include <stdbool.h>

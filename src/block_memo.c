@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Block memos, and the refused and given-up sets of a process. */
 #include "block_memo.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* block_memo: what the engine remembers about one process's blocks between
  * passes. Pure: no I/O, no clock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Candidates, the budget, and the selection within it. Pure. */
 #include "budget.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* budget: the pass's candidates, the collapse budget, and the selection of
  * what this pass collapses. Pure: no I/O, no clock (now is a parameter).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The cgroup v2 mount from mountinfo, and cgroups that are gone. */
 #include "cgroup2.h"
 

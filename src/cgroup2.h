@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cgroup2: where the cgroup v2 hierarchy is mounted, whether a cgroup of
  * /proc/PID/cgroup's "0::" line still exists, and forgetting the per-cgroup
  * metric series of those that do not.

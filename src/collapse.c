@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* collapse: batched process_madvise(MADV_COLLAPSE), one 2 MiB block per iovec.
  *
  * The kernel (mm/madvise.c, vector_madvise()) walks the iovecs in order and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* collapse: batched process_madvise(MADV_COLLAPSE) through a pidfd.
  *
  * Each process_madvise() call drains the LRU caches once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config: the main file and cgroup.d policy files, parsed strictly with libinih.
  *
  * libinih does the key = value splitting, but it is fed through our own line
@@ -918,7 +919,8 @@ out:
 
 static bool load_dropin_dir(struct config *c, bool skip_owner_check, char *msg, size_t msglen)
 {
-	char *dir = malloc(strlen(c->path) + 3), **names;
+	size_t size = strlen(c->path) + sizeof(".d");
+	char *dir = malloc(size), **names;
 	bool ok = true;
 	int fd;
 
@@ -926,7 +928,7 @@ static bool load_dropin_dir(struct config *c, bool skip_owner_check, char *msg, 
 		fail_file(msg, msglen, c->path, "out of memory");
 		return false;
 	}
-	strcat(strcpy(dir, c->path), ".d");
+	snprintf(dir, size, "%s.d", c->path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		ok = errno == ENOENT; /* no drop-ins */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config: the main file and per-cgroup policy files (libinih).
  *
  * config_load() reads the main file, then every *.conf in cgroup_dir, into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Per-cgroup and per-process THP coverage from what the scans saw. */
 #include "coverage.h"
 

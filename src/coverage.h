@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* coverage: how much of each cgroup's anonymous and shmem memory is
  * PMD-mapped, what waits for the budget and what was skipped, in the spirit
  * of the kernel's tools/mm/thpmaps. Pure aggregation of what the engine's

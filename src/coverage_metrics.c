@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Coverage series in the Prometheus text format. */
 #include "coverage_metrics.h"
 

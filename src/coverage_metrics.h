@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* coverage_metrics: the coverage series of the metrics file (see
  * coverage.h for the groups and their bounded number), and the names that
  * --status and the example alerting rules read back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hugecollapsed: main() and the command line. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Dispatch to collapse: the verified pidfd, one batched call per process,
  * the outcomes applied to the memos, and the recheck before collapse. */
 #include "dispatch.h"

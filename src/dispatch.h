@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* dispatch: collapsing the selected blocks with process_madvise.
  *
  * Each process's blocks go in one batched call through a pidfd proven to be

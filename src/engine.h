@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* engine: one pass from /proc to process_madvise(MADV_COLLAPSE), and the
  * state kept between passes.
  *

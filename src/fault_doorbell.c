@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A page-fault doorbell from per-CPU perf software events; see the header. */
 #include "fault_doorbell.h"
 

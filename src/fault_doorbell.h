@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault_doorbell: a near-free answer to "which processes page-faulted
  * since I last looked?", so that a pass costs what changed: a few memory
  * loads on an unchanged system, and one /proc/PID/stat read per process

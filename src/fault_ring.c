@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Parses the fault doorbell's perf ring records; see the header. */
 #include "fault_ring.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault_ring: who faulted, from the records of a perf ring buffer (pure).
  *
  * The fault doorbell's per-CPU events write one PERF_RECORD_SAMPLE per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* grow: amortized growth of the arrays that are reused from pass to pass,
  * so that a steady-state pass allocates nothing. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Prometheus histograms: observe and format. */
 #include "histogram.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* histogram: a Prometheus histogram (fixed upper bounds, counts, sum) and
  * its text exposition. Pure: no clock, no I/O but the FILE it is given.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Taking over from khugepaged through its sysfs knobs, and restoring them. */
 #include "khugepaged.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* khugepaged: hand over from the kernel's khugepaged, and give it back.
  *
  *   keep: touch nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The khugepaged record file: a pure parser and formatter, and atomic I/O. */
 #include "khugepaged_state.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* khugepaged_state: the record of the THP knobs the daemon changed, kept in
  * a file so that it outlives the daemon (state_file, by default
  * /run/hugecollapsed/khugepaged.state: on tmpfs, so it dies with the boot,

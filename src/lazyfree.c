@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* lazyfree: clean lazy-free pages against written-again ones. */
 #include "lazyfree.h"
 

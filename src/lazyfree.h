@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* lazyfree: is a MADV_FREE'd page still clean lazy-free, or was it written
  * again?
  *

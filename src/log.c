@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Logging to stderr or, when stderr is the journal, natively to journald. */
 #include "log.h"
 

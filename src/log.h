@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Logging: one call site API for stderr and the journal.
  *
  * log_msg() writes one line. When stderr is connected to the journal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* System-wide mapped user memory from /proc/meminfo; see the header. */
 #include "mapped_memory.h"
 

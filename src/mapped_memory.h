@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* mapped_memory: how much user memory is mapped system-wide, from
  * /proc/meminfo (AnonPages + Mapped: private anonymous pages, plus file and
  * shmem pages that some process maps).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Memory cgroup limits: parsers, the roots from mountinfo, and the room
  * left under the tightest limit on a cgroup's path. */
 #include "memcg.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memcg: how much a process's memory cgroup can still be charged before the
  * tightest limit on its path, so that collapsing never makes the kernel
  * reclaim a container's own memory (or fail the charge) to pay for it.

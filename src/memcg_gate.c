@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The memory-limit gate of a pass: which candidates fit in their cgroup. */
 #include "memcg_gate.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memcg_gate: holds back, for one pass, the candidate blocks whose memory
  * cgroup has no room for them, so that a collapse never makes the kernel
  * reclaim a container's own memory (or fail the charge) to pay for it.

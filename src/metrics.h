@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* metrics: the Prometheus text file for node_exporter's textfile collector,
  * and the --status summary read back from it. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Candidate scoring and ordering; the formula is documented in plan.h. */
 #include "plan.h"
 

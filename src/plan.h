@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plan: score candidate blocks and put the whole system's candidates in one
  * order, hottest and most valuable first. Pure.
  *

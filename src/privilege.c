@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Capability checks, so a missing privilege is one clear message up front
  * rather than a trickle of EPERMs mid-pass. */
 #include "privilege.h"

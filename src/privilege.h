@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* privilege: which of the capabilities hugecollapsed needs are missing. */
 #pragma once
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The process table: find, update from a sample, sweep the exited. */
 #include "proc_table.h"
 

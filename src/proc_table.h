@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proc_table: the engine's table of known processes (struct proc_state),
  * kept sorted by pid, and how one sample of every process updates it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* procs: process sampling through libproc2, and parsers for /proc/PID files.
  *
  * Every item asked from libproc2 comes from /proc/PID/stat, so one reap

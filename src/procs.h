@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* procs: enumerate processes and sample their activity with libproc2, plus
  * pure parsers for the few /proc files read per process.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* range_scan: page-table facts for each 2 MiB block of a VMA. */
 #include "range_scan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* range_scan: classify every 2 MiB block of a VMA from the page tables.
  *
  * The fast path is the PAGEMAP_SCAN ioctl (Linux 6.7+) on /proc/PID/pagemap:

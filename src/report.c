@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Text and JSON output of a pass. */
 #include "report.h"
 

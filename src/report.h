@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report: print a pass as text (in the spirit of the kernel's
  * tools/mm/thpmaps) or as JSON. Output only; no decisions. */
 #pragma once

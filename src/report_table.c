@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The dry-run table and address ranges. */
 #include "report_table.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report_table: the --once --dry-run report as a reader wants it: one table
  * row per process that has something to do, and its candidate blocks merged
  * into address ranges. Output only; no decisions. */

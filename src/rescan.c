@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Rescans: deciding that a process changed, and reading it again. */
 #include "rescan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* rescan: whether a process must be read again, and reading it.
  *
  * A process is rescanned when it is new, its counters (faults, RSS,

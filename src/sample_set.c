@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Which processes a pass samples; see the header. */
 #include "sample_set.h"
 

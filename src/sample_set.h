@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* sample_set: which processes a pass reads /proc/PID/stat of (pure), when
  * the fault doorbell can say who faulted.
  *

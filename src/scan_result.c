@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Names for scan results, as used in output and metrics labels. */
 #include "scan_result.h"
 

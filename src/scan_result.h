@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The result of looking at one 2 MiB block, named after khugepaged's
  * enum scan_result (mm/khugepaged.c), and the limits that decide it. */
 #pragma once

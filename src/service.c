@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The daemon: an sd-event loop around engine_pass(), with sd_notify,
  * watchdog, SIGHUP reload and a clean SIGTERM. */
 #include "service.h"

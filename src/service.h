@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* service: the long-running daemon — sd-event loop, signals, sd_notify,
  * watchdog, reload, metrics, and the khugepaged hand-over. */
 #pragma once

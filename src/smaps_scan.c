@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* smaps_scan: a single-pass, allocation-light parser for /proc/PID/smaps.
  *
  * The format (fs/proc/task_mmu.c, show_map_vma() and show_smap()):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* smaps_scan: parse /proc/PID/smaps into a list of VMAs.
  *
  * parse_smaps_buf() is pure: it reads only the buffer it is given, so it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* --status tables and JSON from the metrics file. */
 #include "status.h"
 

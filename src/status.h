@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* status: `hugecollapsed --status` tables and `--status --json`, read back
  * from the metrics file the daemon writes (coverage_metrics.h names the
  * series). The parser is pure and bounded: the file is the daemon's, but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The THP policy khugepaged obeys, evaluated for one VMA. */
 #include "thp_policy.h"
 

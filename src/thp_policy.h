@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* thp_policy: which VMAs the THP policy lets us collapse, as khugepaged
  * would decide, and what to do where the kernel can no longer tell us.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* units: the sizes every file counts in, defined once. */
 #pragma once
 #include <stdint.h>

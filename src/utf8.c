@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* UTF-8 validation (RFC 3629, Unicode table 3-7 of well-formed sequences). */
 #include "utf8.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* utf8: where a byte string stops being valid UTF-8, and a copy with the
  * invalid bytes replaced. Pure but for that copy's malloc().
  *

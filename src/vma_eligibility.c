@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* VMA-level eligibility: flags, kind, file alignment, coldness. */
 #include "vma_eligibility.h"
 

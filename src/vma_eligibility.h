@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vma_eligibility: the VMA-level decisions, made before any page table is
  * read. Pure. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /proc/vmstat thp_collapse_alloc_failed: see the header for why. */
 #include "vmstat.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vmstat: the kernel's THP collapse allocation failure counter,
  * /proc/vmstat thp_collapse_alloc_failed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hc_churn_worker: short-lived processes that churn under a running daemon,
  * for tests/integration/churn.sh, hostile.sh and bench/soak.sh.
  *

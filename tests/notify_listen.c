@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hc_notify_listen PATH: a stand-in for systemd's NOTIFY_SOCKET.
  *
  * Binds an AF_UNIX datagram socket at PATH and prints every message it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hc_prom_check FILE: validates the Prometheus text exposition format
  * (version 0.0.4), as node_exporter's textfile collector would read it,
  * plus the naming rules the daemon promises:

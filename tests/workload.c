@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hc_workload: a process with one 2 MiB-aligned buffer in a known state, for
  * integration tests and benchmarks.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The example rules in monitoring/ (hugecollapsed.rules.yml):
 #  - promtool accepts them (check rules) and their unit tests pass (test
 #    rules: no pass for 10 minutes, backing off for 30 minutes, coverage of a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # scan_interval_ms = 0 never spins: passes run when the fault doorbell's
 # poll wakes (after 8 samples of 64 faults on one CPU), on a 0.5 s tick, or
 # right after a pass that collapsed something; never in a loop over nothing.

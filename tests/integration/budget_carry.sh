@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A budget below one 2 MiB block per pass still collapses (issue 11, defect
 # 3): budget_mb_per_s = 1 at the default 1 s interval earns half a block per
 # pass. It used to collapse nothing, ever; unspent budget now carries over

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A process's cgroup decides its policy; when the daemon cannot know the
 # cgroup, or the process moved since its scan, the policy must not be a
 # guess (issue 11, defect 4).

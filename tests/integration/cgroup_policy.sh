@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Per-cgroup policy on the real kernel: two hot workloads, one in a cgroup
 # whose cgroup.d file says enable = yes, one in a cgroup whose file says
 # enable = no. `--once --dry-run --json` reports the second as disabled and

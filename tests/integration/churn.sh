@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Churn on the real kernel: while the daemon runs with scan_interval_ms = 100,
 # hc_churn_worker spawns and reaps 600 short-lived processes (random lifetimes
 # 50..500 ms, 10 at a time): candidates with a few MiB of 4 KiB pages that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # THP coverage an operator can see, on the real kernel:
 #  - a daemon confined to one test cgroup (its policy file sets
 #    coverage_target_pct = 90) collapses a hot anonymous and a shmem

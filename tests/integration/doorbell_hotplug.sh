@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The page-fault doorbell watches CPUs that come online after the daemon
 # started (issue 11, defect 8). On 6.18 an event cannot be opened on an
 # offline CPU (ENODEV), and one opened before its CPU went offline stays

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `hugecollapsed --once --dry-run` reads like a report:
 #  - one table row per process with candidates (the hot workload, with its
 #    RSS, 0% before and about 100% after), none for a cold one that has

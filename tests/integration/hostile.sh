@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Hostile input: each case ends in a clear error or a skip, never a crash or
 # a hang, and a running daemon keeps its last good state.
 #  1. --check-config on 10,000-line files, NUL bytes, invalid UTF-8, a 2 MB

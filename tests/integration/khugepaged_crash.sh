@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The khugepaged hand-over survives a daemon that dies without restoring, on
 # the real sysfs, with state_file in this test's temp dir:
 #  - for khugepaged = off and = idle: start, SIGKILL, start again (the new

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # khugepaged = keep | idle | off, on the real sysfs:
 #  - before, while the daemon runs (after its "started" line) and after it
 #    exits on SIGTERM, the THP knobs are what each mode promises, and the

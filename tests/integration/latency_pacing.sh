@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Pacing and the latency histograms, with the daemon on the real kernel:
 # a hot 32 MiB workload (16 blocks) in a test cgroup whose policy says
 # blocks_per_call = 4 and pause_ms = 100. The daemon must collapse all of it,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Lazy-free blocks of every kind in one VMA (hc_workload --role lazymix, one
 # 8 MiB MADV_HUGEPAGE VMA): block 0 clean lazy-free, block 1 written again
 # after MADV_FREE, block 2 never freed, block 3 freed and three quarters

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The man pages render without a single groff or man warning (the check
 # Debian's lintian runs), and document every option, key and result name
 # that the sources define.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Memory-limit-aware collapse on the real kernel (cgroup v1 memory here).
 # A cgroup of our own holds a hot workload (64 MiB, 3 of every 4 pages
 # filled as 4 KiB pages, then MADV_HUGEPAGE) and 64 MiB of its own page

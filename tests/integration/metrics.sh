@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon's metrics file:
 #  - hc_prom_check rejects malformed text (so its OK below means something);
 #  - after a few passes the file is valid Prometheus text (hc_prom_check and

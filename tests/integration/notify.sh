@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon's sd_notify protocol, against a real NOTIFY_SOCKET listener
 # (hc_notify_listen), in order:
 #  a) READY=1, then "STATUS=pass N: …" with N rising, then WATCHDOG=1 at

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `hugecollapsed --once` against one workload per role:
 #  - --dry-run changes nothing and lists the hot and shmem blocks as candidates;
 #  - a real pass makes hot and shmem PMD-mapped, leaves cold, lazy-free,

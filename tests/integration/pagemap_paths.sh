@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The two page-table readers agree: `--once --dry-run` over one workload per
 # role gives the same per-process results and the same candidates with
 # PAGEMAP_SCAN (6.7+) and with the pre-6.7 pread path, forced here with

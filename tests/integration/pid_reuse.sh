@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Real PID reuse (issue 11, defect 2). A PID namespace whose pid_max leaves a
 # pool of 200 PIDs (pid_max is per namespace since 6.14; after the first
 # wrap the kernel allocates from 300 up), and a fork storm in it: shell loops

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The THP policy, cell by cell, on the real kernel: THP enabled
 # madvise/always/never (with shmem_enabled advise/never/deny) × prctl
 # none/completely/except-advised × [collapse] scope kernel/madvise/always,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon spends a small budget hottest first.
 #
 # Three idle (filled, then untouched: referenced but not active) workloads

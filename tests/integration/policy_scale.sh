@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon's own memory stays small with many processes: 2000 sleeping
 # processes (HC_SCALE_PROCS) in an enabled cgroup (so each one is sampled, scanned and
 # remembered), a few passes, then its VmHWM (peak RSS) must be <= 8 MiB.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Aging bounds starvation: a candidate that has waited max_wait_s goes to the
 # front, however low its score.
 #

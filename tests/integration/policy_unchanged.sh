@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Change detection: a process that did not fault since its last scan is
 # neither scanned again nor even sampled (no /proc/PID/stat read).
 #

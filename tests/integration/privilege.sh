@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Least privilege: with one of CAP_SYS_ADMIN, CAP_SYS_NICE or CAP_SYS_PTRACE
 # dropped (capsh --drop, which removes it from the bounding set, so the exec'd
 # daemon never has it), the daemon and --once stop up front with exit 4 and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon's memory after one process with 64000 VMAs exits (issue 11,
 # defect 8). Reading that process's smaps needs a buffer of ~50 MiB and a
 # VMA list of ~5 MiB; they used to be kept for the daemon's lifetime. The

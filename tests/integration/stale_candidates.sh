@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Candidates that go stale while they wait for budget. The daemon finds the
 # blocks of two hot workloads, but a budget of one 2 MiB block per 0.5 s
 # pass per workload lets it collapse only a few at a time. Then one workload

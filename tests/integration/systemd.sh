@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The shipped unit, with the shipped default configuration, under a real
 # systemd: a Debian container booted with systemd-nspawn (the host need not
 # run systemd). Checks start (READY), the per-pass STATUS= line, collapsing a

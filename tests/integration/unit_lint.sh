@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The shipped unit is clean for `systemd-analyze verify` and its exposure
 # score stays at or below 2.5, both as written in systemd/ and as installed.
 . "$(dirname "$0")/../lib/hc_test_lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ENOMEM for an unmapped range is not "no huge page" (defect: issue 11, 1).
 # MADV_COLLAPSE answers ENOMEM for a range that was unmapped since the scan,
 # too. Three churning workloads map 16 MiB, fill it as 4 KiB pages, give it

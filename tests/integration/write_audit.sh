@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Writes audit: under strace, over a few passes in each relevant config, the
 # daemon opens for writing (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, creat),
 # renames, unlinks or truncates only:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # Helpers for the integration tests that run the daemon itself (policy_*.sh,
 # khugepaged_modes.sh). Source it after hc_test_lib.sh:

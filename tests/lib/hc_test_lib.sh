@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # Shared helpers for tests/integration/*.sh. Source it, do not run it:
 #   . "$(dirname "$0")/../lib/hc_test_lib.sh"

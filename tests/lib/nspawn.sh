@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
 # Booting a throwaway Debian container with systemd-nspawn, for tests of the
 # shipped unit under a real service manager. Source it after hc_test_lib.sh.

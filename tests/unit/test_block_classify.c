@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* block_classify and block_counts_from_regions on synthetic page tables. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* block_memo: memos (find, drop, compact) and the bounded, sorted address
  * sets of refused and given-up blocks. */
 #include <setjmp.h>

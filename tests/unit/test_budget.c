@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* budget: the candidates and the token buckets that select them, pure.
  * Passes are simulated as the engine runs them: refill at the pass's time,
  * select, then charge what was selected. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cgroup2: the cgroup v2 mount from a real mountinfo capture and from
  * hostile lines; whether a cgroup still exists, on a fixture tree standing
  * in for the mount; pruning the per-cgroup metric series of removed ones. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* collapse_blocks() against a scripted fake process_madvise that follows the
  * kernel's contract, plus one collapse on the real kernel. */
 #include <errno.h>

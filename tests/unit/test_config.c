@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* config: keys, defaults, every error message, hostile files, ownership,
  * cgroup matching and reload atomicity. Temporary files live in a mkdtemp
  * directory under /tmp that each test creates and removes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* coverage: parse_memory_stat_buf() on v1 and v2 files (a real v1 capture,
  * v2 in the kernel's format, hostile ones); read_memory_stat_at() through a
  * fixture tree; thp_usage_from_vmas() on a real smaps capture; and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* engine_pass(), the whole pass, against a real child process and a scripted fake
  * process_madvise, with an injected clock: what the engine does after the
  * kernel answers ENOMEM (back off for alloc_backoff_ms), EAGAIN (retry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault_doorbell with injected system calls: CPUs that are offline at open
  * (ENODEV, as 6.18 answers) are opened once the online list changes; a
  * forced refresh opens every event again (a CPU that went offline and came

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* fault_ring: the fault doorbell's ring records parsed from synthetic ring
  * bytes: samples name PIDs, a record that wraps around the end of the ring
  * is read whole, PERF_RECORD_LOST and THROTTLE mean "everyone may have

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* histogram: bucketing, and the Prometheus text it writes (cumulative
  * buckets in order, +Inf equal to _count, _sum). */
 #include <math.h>

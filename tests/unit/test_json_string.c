@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* json_string() (report.c) and the UTF-8 validator behind it: escapes,
  * control bytes, and hostile byte strings that must still give valid JSON
  * (a comm or a cgroup name may hold any byte). */

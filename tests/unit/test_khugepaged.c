@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* khugepaged: the keep/idle/off hand-over and its restore, against a fake
  * sysfs tree (HC_SYSFS_THP) in a temporary directory, and sysfs_selected().
  *

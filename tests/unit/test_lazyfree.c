@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* lazyfree: the per-VMA verdict from smaps LazyFree against the kpageflags
  * count, and the /proc/swaps parser. Pure; fixture data only. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* mapped_memory: parse_meminfo_buf() on a real capture and hostile inputs;
  * read_mapped_memory_kb() through a fixture proc root and on the live
  * system, where memory populated without faults must move the total. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memcg: the parsers on literal and hostile inputs, memcg_room() on cgroup
  * v2 and v1 fixture trees (this machine has no v2 memory controller), the
  * roots from a mountinfo, and how blocks spend a cgroup's room. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* memcg_gate: which candidates of a pass fit in their cgroup's room, on a
  * fixture /proc and the cgroup v2 fixture tree. */
 #include <errno.h>

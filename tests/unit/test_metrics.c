@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* metrics: the Prometheus text of a hand-filled engine (values, label
  * escaping, families), and metrics_write()'s atomic replace. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plan: the score formula of plan.h term by term, activity from counter
  * deltas, and plan_order()'s promise: tier first (aged, active, idle), then
  * score, hottest first; among aged blocks the oldest first; ties by process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* privilege: parse_cap_eff() on a real /proc/PID/status capture and on
  * malformed CapEff lines; check_privileges() on this process. */
 #include <errno.h>

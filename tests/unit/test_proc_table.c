@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proc_table: the table of known processes updated from samples, pure
  * (proc_states_update) and through engine_sample() with an injected
  * enumerator and clock. A PID whose start time changed is a different

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* procs: parsers and readers over captured and hostile /proc fixtures, and
  * procs_sample() on the live system. */
 #include <errno.h>

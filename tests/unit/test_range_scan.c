@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* range_scan on the real kernel, against this test's own memory. Every test
  * runs twice: on the PAGEMAP_SCAN path (group "pagemap_scan") and on the
  * pre-6.7 pread path forced with PAGEMAP_READ (group "pagemap_read"). */

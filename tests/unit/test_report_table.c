@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* report_table: merge_block_ranges() merges touching 2 MiB blocks, in any
  * input order, duplicates once; and report_table() prints one row per
  * process with candidates and their ranges. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Sampling what changed: which PIDs a pass reads (sample_set_build, pure),
  * the sorted-set helpers, merging a partial sample and sweeping against a
  * /proc listing (proc_table), and engine_sample_pass() on a fixture /proc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* smaps_scan: exact values from smaps captured on the real kernel
  * (tests/fixtures/smaps/capture.c), hand-made and hostile fixtures, every
  * prefix of a real file, pseudo-random input, and read_smaps() on live

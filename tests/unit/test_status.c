@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* status: parse_prom_sample_buf() on good and hostile lines, and
  * parse_status_buf() over the text metrics_format() writes (a round trip
  * of coverage series, escapes and all), then the tables and the JSON. */

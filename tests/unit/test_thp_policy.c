@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* thp_policy: every cell of enabled (madvise/always/never) × a plain, an hg
  * and an nh VMA × prctl none/completely/except-advised × scope, for
  * anonymous memory, shmem (shmem_enabled advise/never/deny and more) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* vma_eligibility: block counting at VMA edges, every verdict reason, and
  * the Referenced percentage. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* parse_vmstat_buf() on real and hostile buffers; the kept-fd reader on
  * the real /proc/vmstat, twice (pread must re-read from the start). */
 #include <errno.h>

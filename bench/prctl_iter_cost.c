@@ -20,6 +20,21 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* VmRSS of this process in kB: what loading the iterator costs in memory. */
+static long rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
@@ -29,9 +44,12 @@ int main(int argc, char **argv)
 	size_t disabled = 0;
 	int r;
 
+	long rss0 = rss_kb();
+
 	t0 = now();
 	r = prctl_iter_open(&it);
 	open_s = now() - t0;
+	printf("VmRSS %ld kB before the load, %ld kB after\n", rss0, rss_kb());
 	if (r < 0) {
 		fprintf(stderr, "prctl_iter_open: %s\n", strerror(-r));
 		return 1;

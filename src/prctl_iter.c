@@ -167,7 +167,12 @@ int prctl_iter_read_pid(struct prctl_iter *it, pid_t pid, enum thp_prctl *m)
 		return -errno;
 	r = read_link(it, bpf_link__fd(link), &t);
 	bpf_link__destroy(link);
-	if (r == 0 && !prctl_table_find(&t, pid, m))
+	/* The kernel walked pid's tasks only, pid as our pid namespace sees
+	 * it; the record holds the global tgid, which differs in a container:
+	 * take the one record, do not match its pid. */
+	if (r == 0 && t.n != 1)
+		r = -ESRCH;
+	if (r == 0 && !prctl_table_find(&t, (pid_t)t.rec[0].tgid, m))
 		r = -ESRCH;
 	prctl_table_free(&t);
 	return r;

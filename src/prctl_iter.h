@@ -46,7 +46,9 @@ struct prctl_iter;
 int prctl_iter_open(struct prctl_iter **out);
 void prctl_iter_close(struct prctl_iter *it);
 
-/* Walks every task once and replaces t with the result. 0 or -errno. */
+/* Walks every task once and replaces t with the result. 0 or -errno.
+ * The pids are global ones (init pid namespace): in a container they are
+ * not the pids of its /proc. */
 int prctl_iter_read(struct prctl_iter *it, struct prctl_table *t);
 
 /* The mode of one process (the kernel walks only its tasks). 0, -ESRCH

@@ -40,8 +40,11 @@
  *     except-advised (the kernel checked the flag to say 1): NONE;
  *   - an anonymous non-hg VMA with a whole 2 MiB block and THPeligible 0,
  *     where the live policy allows plain anonymous memory, proves it is;
- *   - otherwise (enabled=madvise or never, the common case) nothing tells,
- *     and the mode is UNKNOWN, which every rule treats as except-advised:
+ *   - otherwise (enabled=madvise or never, the common case) nothing in
+ *     /proc tells, and the mode is UNKNOWN. Where a verdict depends on it
+ *     (thp_prctl_matters()), rescan.c asks the kernel (prctl_iter.h, a BPF
+ *     task iterator reading mm->flags), which is exact; without that,
+ *     UNKNOWN is treated as except-advised (SCAN_PRCTL_UNKNOWN):
  *     non-advised memory is collapsed only for processes proven NONE. That
  *     is what makes scope=always and a khugepaged = off host whose original
  *     enabled was always conservative: their plain memory is collapsed only

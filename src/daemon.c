@@ -200,14 +200,14 @@ static int load_config(const struct cli *c, struct config *cfg)
 /* --once: the policy line with -v, and always the warning when the scope
  * allows nothing (a daemon in khugepaged = off mode may run beside us: its
  * record is not ours, so this reads the live policy). */
-static void log_thp_policy(const struct config *cfg)
+static void log_thp_policy(const struct config *cfg, bool prctl_exact)
 {
 	struct thp_state st;
 	char line[512];
 
 	if (thp_state_read(khugepaged_sysfs_dir(), NULL, &st) < 0)
 		return;
-	if (thp_policy_describe(&st, cfg->defaults.scope, line, sizeof(line)))
+	if (thp_policy_describe(&st, cfg->defaults.scope, prctl_exact, line, sizeof(line)))
 		log_debug("%s", line);
 	else
 		log_warn("%s; set [collapse] scope = madvise (MADV_HUGEPAGE memory) or always to collapse anyway",
@@ -250,7 +250,12 @@ static int run_once(const struct cli *c)
 		return EXIT_ERROR;
 	}
 	e.no_except_advised = !kf.except_advised;
-	log_thp_policy(&cfg);
+	/* Every process is older than --once: only the kernel's own record
+	 * of the prctl mode is exact for them. */
+	r = engine_prctl_open(&e);
+	if (r < 0)
+		log_debug("no BPF prctl iterator (%s): prctl modes are inferred", strerror(-r));
+	log_thp_policy(&cfg, e.prctl_exact != NULL);
 	/* Two samples sample_ms apart give each process's activity. */
 	r = engine_sample(&e);
 	if (r == 0) {

@@ -19,6 +19,7 @@
 #include "khugepaged.h"
 #include "log.h"
 #include "memcg_gate.h"
+#include "prctl_iter.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)
@@ -141,6 +142,22 @@ int engine_init(struct engine *e, const struct config *cfg)
 	return 0;
 }
 
+static int prctl_exact_iter(void *ctx, pid_t pid, enum thp_prctl *m)
+{
+	return prctl_iter_read_pid(ctx, pid, m);
+}
+
+int engine_prctl_open(struct engine *e)
+{
+	int r = e->prctl_iter ? 0 : prctl_iter_open(&e->prctl_iter);
+
+	if (r < 0)
+		return r;
+	e->prctl_exact = prctl_exact_iter;
+	e->prctl_exact_ctx = e->prctl_iter;
+	return 0;
+}
+
 void engine_free(struct engine *e)
 {
 	for (size_t i = 0; i < e->nst; i++)
@@ -165,6 +182,7 @@ void engine_free(struct engine *e)
 	free(e->want);
 	free(e->newcomers);
 	range_scanner_free(&e->scanner);
+	prctl_iter_close(e->prctl_iter);
 	fault_doorbell_close(&e->doorbell);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);

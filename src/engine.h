@@ -169,6 +169,14 @@ struct engine {
 	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the
 	 * exact prctl mode and prctl_infer is not used. false: infer. */
 	bool no_except_advised;
+	/* The exact prctl mode of one process, asked where the inference says
+	 * UNKNOWN and the verdict depends on it (rescan.c): 0, or -errno.
+	 * NULL: nothing exact (the safe rule, SCAN_PRCTL_UNKNOWN). Set by
+	 * engine_prctl_open() (prctl_iter.h); injectable. */
+	int (*prctl_exact)(void *ctx, pid_t pid, enum thp_prctl *m);
+	void *prctl_exact_ctx;
+	struct prctl_iter *prctl_iter;
+	uint64_t prctl_reads;          /* answers of prctl_exact, for tests and the log */
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
 	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by
@@ -189,6 +197,11 @@ struct engine {
  * with engine_set_config(), during which the old one must still be valid
  * (the budgets of rules that stay carry over, by path). */
 int engine_init(struct engine *e, const struct config *cfg);
+
+struct prctl_iter;
+/* Loads the BPF prctl iterator (prctl_iter.h) and sets e->prctl_exact to
+ * it. 0, or -errno (the engine keeps inferring; the caller says so). */
+int engine_prctl_open(struct engine *e);
 void engine_free(struct engine *e);
 void engine_set_config(struct engine *e, const struct config *cfg);
 

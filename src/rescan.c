@@ -172,6 +172,23 @@ struct collapse_limits rescan_limits(const struct engine *e, const struct policy
 	return lim;
 }
 
+/* The prctl mode of s, whose VMAs are in e->vmas: inferred (status
+ * THP_enabled, THPeligible; thp_policy.h), and read from the kernel
+ * (e->prctl_exact) where that leaves it unknown and some VMA's verdict
+ * depends on it, so that a process that cannot matter costs nothing. */
+static enum thp_prctl prctl_mode(struct engine *e, const struct proc_state *s)
+{
+	enum thp_prctl m = e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n), exact;
+
+	if (m != THP_PRCTL_UNKNOWN || !e->prctl_exact ||
+	    !thp_prctl_matters(&e->thp, s->policy->scope, e->vmas.v, e->vmas.n))
+		return m;
+	if (e->prctl_exact(e->prctl_exact_ctx, s->pid, &exact) < 0)
+		return m; /* gone, or the iterator failed: the safe rule */
+	e->prctl_reads++;
+	return exact;
+}
+
 /* Reads smaps and page tables of one process; replaces its block list.
  * Checks the pass's time between VMAs (after the first one, so that every
  * pass makes progress) and, on the read path, inside a VMA: when it is up,
@@ -229,9 +246,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	}
 	thp_refresh(e, now);
 	lim = rescan_limits(e, pol);
-	s->thp_prctl =
-	    (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled)
-					   : e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n));
+	s->thp_prctl = (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled) : prctl_mode(e, s));
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
 	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
@@ -260,13 +275,15 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
+			bool refused = verdict == SCAN_THP_POLICY || verdict == SCAN_PRCTL_UNKNOWN;
+
 			if (resumed)
 				continue;
 			s->results[verdict] += b.whole;
 			/* Populated enough to be a candidate once advised. */
-			if (verdict == SCAN_THP_POLICY && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
+			if (refused && b.whole && v->rss_kb * 1024 >= HPAGE_SIZE / 2)
 				s->policy_refused = true;
-			if (verdict == SCAN_THP_POLICY && b.whole)
+			if (refused && b.whole)
 				s->refused_kb += v->rss_kb;
 			continue;
 		}

@@ -16,6 +16,7 @@ const char *scan_result_name(enum scan_result r)
 	    [SCAN_INELIGIBLE] = "ineligible",
 	    [SCAN_THP_POLICY] = "thp_policy",
 	    [SCAN_MEMCG_LIMIT] = "memcg_limit",
+	    [SCAN_PRCTL_UNKNOWN] = "prctl_unknown",
 	};
 	return (unsigned)r < SCAN_NR_RESULTS ? names[r] : "unknown";
 }

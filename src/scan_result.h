@@ -18,6 +18,7 @@ enum scan_result {
 	SCAN_INELIGIBLE,        /* the kernel cannot: VMA flags, kind, alignment, prctl */
 	SCAN_THP_POLICY,        /* the THP policy (sysfs modes, hg, scope) says no; khugepaged's SCAN_VMA_CHECK */
 	SCAN_MEMCG_LIMIT,       /* would not fit below its memory cgroup's limits now: waits */
+	SCAN_PRCTL_UNKNOWN, /* allowed unless the process set PR_THP_DISABLE_EXCEPT_ADVISED, which nothing can tell */
 	SCAN_NR_RESULTS,
 };
 

@@ -326,10 +326,26 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* The prctl mode of each process decides whether its plain memory may be
+ * collapsed under scope = always and after khugepaged = off: say where it
+ * comes from. */
+static void log_prctl_source(struct engine *e)
+{
+	int r = engine_prctl_open(e);
+
+	if (r == 0)
+		log_info("prctl(PR_SET_THP_DISABLE) modes: read from each process's mm by a BPF task iterator");
+	else
+		log_info("prctl(PR_SET_THP_DISABLE) modes: no BPF task iterator (%s); where THPeligible cannot tell, "
+			 "a process counts as PR_THP_DISABLE_EXCEPT_ADVISED (prctl_unknown)",
+			 strerror(-r));
+}
+
 /* One line on the THP policy that decides what is collapsed; a warning
  * naming the key to change when it allows nothing. */
 static void log_thp_policy(const struct service *s)
 {
+	bool exact = s->engine.prctl_exact != NULL;
 	struct thp_state st;
 	char line[512];
 	int r = thp_state_read(khugepaged_sysfs_dir(), &s->khp, &st);
@@ -338,7 +354,7 @@ static void log_thp_policy(const struct service *s)
 		log_warn("cannot read the THP policy from %s: %s", khugepaged_sysfs_dir(), strerror(-r));
 		return;
 	}
-	if (thp_policy_describe(&st, s->cfg.defaults.scope, line, sizeof(line)))
+	if (thp_policy_describe(&st, s->cfg.defaults.scope, exact, line, sizeof(line)))
 		log_info("%s", line);
 	else
 		log_warn("%s; set [collapse] scope = madvise (MADV_HUGEPAGE memory) or always to collapse anyway",
@@ -485,11 +501,13 @@ int service_run(const char *config_path)
 		log_info("no cgroup v2 mount found (%s): per-cgroup metrics of removed cgroups are kept", strerror(-r));
 	else /* coverage_metrics.h: memory.stat where v2 has a memory controller */
 		coverage_metrics_memory_stat(s.cgroup2.fd, s.cgroup2.root);
-	log_thp_policy(&s);
 	r = engine_init(&s.engine, &s.cfg);
 	s.engine.log_collapses = true;
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
 	s.engine.no_except_advised = !s.kf.except_advised;
+	if (r == 0)
+		log_prctl_source(&s.engine);
+	log_thp_policy(&s);
 	if (r == 0)
 		r = engine_sample(&s.engine);
 	if (r == 0)

@@ -233,6 +233,15 @@ enum thp_prctl thp_prctl_from_status(bool status_thp_enabled)
 	return status_thp_enabled ? THP_PRCTL_NONE : THP_PRCTL_COMPLETELY;
 }
 
+bool thp_prctl_matters(const struct thp_state *st, enum thp_scope scope, const struct vma *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i].vmflags & VMF(HG)) && has_whole_block(&v[i]) &&
+		    thp_vma_check(st, scope, &v[i], THP_PRCTL_NONE) == SCAN_CANDIDATE)
+			return true;
+	return false;
+}
+
 /* The knobs of v's kind are still the original ones: THPeligible answers. */
 static bool original_in_force(const struct thp_state *st, const struct vma *v)
 {
@@ -255,6 +264,9 @@ enum scan_result thp_vma_check(const struct thp_state *st, enum thp_scope scope,
 		allowed = v->thp_eligible && thp_policy_allows(&st->live, scope, v, THP_PRCTL_NONE);
 	else
 		allowed = thp_policy_allows(&st->orig, scope, v, m);
+	/* Refused only because nothing tells whether the process opted out. */
+	if (!allowed && m == THP_PRCTL_UNKNOWN && thp_policy_allows(&st->orig, scope, v, THP_PRCTL_NONE))
+		return SCAN_PRCTL_UNKNOWN;
 	return allowed ? SCAN_CANDIDATE : SCAN_THP_POLICY;
 }
 
@@ -271,7 +283,7 @@ static int kind_reach(const struct thp_policy *p, enum thp_scope scope, enum vma
 	return thp_policy_allows(p, scope, &v, THP_PRCTL_NONE) ? 1 : 0;
 }
 
-bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, char *buf, size_t len)
+bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, bool prctl_exact, char *buf, size_t len)
 {
 	static const char *const reach[] = {"nothing", "MADV_HUGEPAGE memory only", "all memory but MADV_NOHUGEPAGE"};
 	const struct thp_policy *p = &st->orig;
@@ -287,13 +299,15 @@ bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, char 
 	else
 		snprintf(what, sizeof(what), "anonymous: %s; shmem: %s", reach[anon], reach[shmem]);
 	/* Memory without MADV_HUGEPAGE needs a process shown not to have set
-	 * PR_THP_DISABLE_EXCEPT_ADVISED, which only the live policy can show. */
-	bool provable = anon_allows(&st->live, false);
+	 * PR_THP_DISABLE_EXCEPT_ADVISED: the task iterator shows it for every
+	 * process; without it THPeligible does where the live policy allows
+	 * plain memory, and under enabled=never or madvise nothing does. */
+	const char *caveat = "";
+	if ((anon == 2 || shmem == 2) && !prctl_exact && !anon_allows(&st->live, false))
+		caveat = " (but without the BPF prctl iterator no process can be shown not to have set "
+			 "PR_THP_DISABLE_EXCEPT_ADVISED: plain memory is not collapsed, see prctl_unknown)";
 	snprintf(buf, len, "THP enabled=%s%s, shmem_enabled=%s%s, scope=%s: collapsing %s%s",
 		 thp_mode_name((enum thp_mode)p->enabled), pmd, shmem_mode_name((enum shmem_mode)p->shmem),
-		 changed ? " (as before the daemon changed them)" : "", thp_scope_name(scope), what,
-		 (anon == 2 || shmem == 2) && !provable
-		     ? " (without MADV_HUGEPAGE only in processes whose THPeligible shows no prctl opt-out)"
-		     : "");
+		 changed ? " (as before the daemon changed them)" : "", thp_scope_name(scope), what, caveat);
 	return anon > 0 || shmem > 0;
 }

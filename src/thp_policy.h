@@ -55,8 +55,11 @@
  *     except-advised (the kernel checked the flag to say 1): NONE;
  *   - an anonymous non-hg VMA with a whole 2 MiB block and THPeligible 0,
  *     where the live policy allows plain anonymous memory, proves it is;
- *   - otherwise (enabled=madvise or never, the common case) nothing tells,
- *     and the mode is UNKNOWN, which every rule treats as except-advised:
+ *   - otherwise (enabled=madvise or never, the common case) nothing in
+ *     /proc tells, and the mode is UNKNOWN. Where a verdict depends on it
+ *     (thp_prctl_matters()), rescan.c asks the kernel (prctl_iter.h, a BPF
+ *     task iterator reading mm->flags), which is exact; without that,
+ *     UNKNOWN is treated as except-advised (SCAN_PRCTL_UNKNOWN):
  *     non-advised memory is collapsed only for processes proven NONE. That
  *     is what makes scope=always and a khugepaged = off host whose original
  *     enabled was always conservative: their plain memory is collapsed only
@@ -127,7 +130,9 @@ enum thp_prctl thp_prctl_from_status(bool status_thp_enabled);
 
 /* The policy's verdict on one VMA: SCAN_CANDIDATE (allowed), SCAN_INELIGIBLE
  * (the kernel refuses MADV_COLLAPSE too: nh, prctl completely, shmem under
- * deny) or SCAN_THP_POLICY (khugepaged would not; MADV_COLLAPSE could).
+ * deny), SCAN_THP_POLICY (khugepaged would not; MADV_COLLAPSE could) or
+ * SCAN_PRCTL_UNKNOWN (allowed for a process that did not opt out, and m is
+ * UNKNOWN: the safe rule refuses it, under its own name).
  * scope=kernel uses THPeligible while the live knobs of v's kind equal the
  * original ones, and evaluates the original policy otherwise. Pure. */
 enum scan_result thp_vma_check(const struct thp_state *st, enum thp_scope scope, const struct vma *v, enum thp_prctl m);
@@ -135,4 +140,9 @@ enum scan_result thp_vma_check(const struct thp_state *st, enum thp_scope scope,
 /* One line for the log: "THP enabled=madvise, shmem_enabled=never,
  * scope=kernel: collapsing MADV_HUGEPAGE memory only". Returns false when
  * the scope allows nothing at all (the caller warns). Pure. */
-bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, char *buf, size_t len);
+bool thp_policy_describe(const struct thp_state *st, enum thp_scope scope, bool prctl_exact, char *buf, size_t len);
+
+/* Would v's verdict differ between a process that set nothing and one
+ * that set PR_THP_DISABLE_EXCEPT_ADVISED? Only then is the mode worth
+ * reading. Pure. */
+bool thp_prctl_matters(const struct thp_state *st, enum thp_scope scope, const struct vma *v, size_t n);

@@ -46,6 +46,8 @@ enum scan_result vma_verdict(const struct vma *v, const struct collapse_limits *
 	 * of 512 (thp_vma_suitable_order()). All blocks of a VMA share that. */
 	if (v->kind != VMA_ANON && ((v->start - v->offset) & (HPAGE_SIZE - 1)))
 		return SCAN_INELIGIBLE;
+	if (policy == SCAN_PRCTL_UNKNOWN)
+		return policy; /* its own reason: the policy allows it, the process may not */
 	if (policy != SCAN_CANDIDATE)
 		return SCAN_THP_POLICY;
 	if (vma_referenced_pct(v) < lim->min_referenced_pct)

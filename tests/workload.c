@@ -4,6 +4,7 @@
  *
  *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise hg|none]
  *               [--prctl none|completely|except] [--advise-huge] [--file PATH]
+ *               [--launch completely|except]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
  * buffer in the state its role describes until SIGTERM/SIGINT.
@@ -17,6 +18,12 @@
  *
  * --file PATH makes the shmem role map PATH (created, sized to the buffer)
  * MAP_SHARED instead of shared anonymous memory: a file on a tmpfs mount.
+ * --launch MODE makes it a launcher: it sets the prctl MODE, forks, and
+ * the child execs this program with the other arguments, so the workload
+ * has the mode by inheritance only (fork and exec keep it). A process that
+ * inherited a mode fills its buffer under that mode and keeps it. The
+ * launcher waits for the child and exits with its status; SIGTERM to the
+ * launcher is passed on.
  *
  * The matrix role maps six VMAs of N MiB each, in this order: anonymous
  * plain, hg and nh, then shared anonymous (shmem) plain, hg and nh; after
@@ -35,6 +42,8 @@
  *                    (becomes the cold role); prints "cold"
  *   SIGRTMIN+1       hot role: MADV_FREE the buffer and only read it from
  *                    then on (becomes the lazyfree role); prints "freed"
+ *   SIGRTMIN+2       matrix role: clear the prctl mode again
+ *                    (PR_SET_THP_DISABLE 0); prints "prctl cleared"
  *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
  * The lazymix role lays its blocks out in groups of four, all in one VMA
@@ -64,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +120,8 @@ static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t verify_requested;
 static volatile sig_atomic_t touch_requested, grow_requested;
 static volatile sig_atomic_t advice_requested; /* 0, or the MADV_* for SIGRTMIN(+1) */
+static volatile sig_atomic_t clear_requested;  /* SIGRTMIN+2 */
+static int inherited_prctl;                    /* PR_GET_THP_DISABLE at start */
 static volatile uint64_t read_sink;            /* keeps the reads from being optimised away */
 
 static void on_stop(int sig)
@@ -134,6 +146,12 @@ static void on_grow(int sig)
 {
 	(void)sig;
 	grow_requested = 1;
+}
+
+static void on_clear(int sig)
+{
+	(void)sig;
+	clear_requested = 1;
 }
 
 static void on_advice(int sig)
@@ -237,6 +255,10 @@ static void fill_pages(enum role r, char *buf, size_t len)
 
 static void fill(enum role r, char *buf, size_t len)
 {
+	if (inherited_prctl) { /* its launcher's mode already keeps plain memory small */
+		fill_pages(r, buf, len);
+		return;
+	}
 	if (r != HUGE && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
 		die("prctl(PR_SET_THP_DISABLE)");
 	fill_pages(r, buf, len);
@@ -394,7 +416,7 @@ static void usage(void)
 		"usage: hc_workload --role "
 		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
-		"[--file PATH]\n");
+		"[--file PATH] [--launch completely|except]\n");
 	exit(2);
 }
 
@@ -433,6 +455,8 @@ static void install_handlers(void)
 	sa.sa_handler = on_advice;
 	sigaction(SIGRTMIN, &sa, NULL);
 	sigaction(SIGRTMIN + 1, &sa, NULL);
+	sa.sa_handler = on_clear;
+	sigaction(SIGRTMIN + 2, &sa, NULL);
 	/* If the test script dies, do not outlive it. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
@@ -498,12 +522,60 @@ static void set_prctl(const char *mode)
 		die("prctl(PR_SET_THP_DISABLE, --prctl)");
 }
 
+static pid_t launched;
+
+static void on_launcher_stop(int sig)
+{
+	if (launched > 0)
+		kill(launched, sig);
+}
+
+/* --launch MODE: set MODE, fork, exec ourselves without --launch MODE. */
+static int launch(const char *mode, int argc, char **argv)
+{
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	struct sigaction sa = {0};
+	int n = 0, status;
+
+	if (!args)
+		die("calloc");
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--launch") && i + 1 < argc) {
+			i++;
+			continue;
+		}
+		args[n++] = argv[i];
+	}
+	set_prctl(mode);
+	sa.sa_handler = on_launcher_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	launched = fork();
+	if (launched < 0)
+		die("fork");
+	if (launched == 0) {
+		execv("/proc/self/exe", args);
+		die("execv");
+	}
+	while (waitpid(launched, &status, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	free(args);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int main(int argc, char **argv)
 {
 	enum role r = HOT;
 	bool have_role = false;
 	const char *prctl_mode = "none";
 	unsigned long mb = 0, interval_ms = 50;
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--launch"))
+			return launch(argv[i + 1], argc, argv);
+	inherited_prctl = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (inherited_prctl < 0)
+		inherited_prctl = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--role") && i + 1 < argc) {
 			r = parse_role(argv[++i]);
@@ -538,8 +610,16 @@ int main(int argc, char **argv)
 		char *first = map_matrix(len);
 
 		set_prctl(prctl_mode);
-		while (!stop_requested)
+		while (!stop_requested) {
+			if (clear_requested) {
+				clear_requested = 0;
+				if (prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0))
+					die("prctl(PR_SET_THP_DISABLE, 0)");
+				printf("prctl cleared\n");
+				fflush(stdout);
+			}
 			sleep_ms((unsigned)interval_ms);
+		}
 		return verify(IDLE, first, len) < 0 ? 0 : 3;
 	}
 

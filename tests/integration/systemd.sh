@@ -60,6 +60,11 @@ if ! DESTDIR=$ROOT cmake --install "$build" >"$HC_TMP/install.log" 2>&1; then
 	exit 1
 fi
 install -m 0755 "$HC_WORKLOAD" "$ROOT/usr/local/bin/hc_workload"
+# What a package's Depends would bring: shared libraries of the daemon the
+# cached rootfs lacks (libbpf1 and libelf1 for the prctl iterator).
+while read -r lib; do
+	[[ -e $ROOT$lib ]] || install -D -m 0644 "$lib" "$ROOT$lib"
+done < <(ldd "$ROOT/usr/sbin/hugecollapsed" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
 # A short watchdog and restart delay keep the test fast; no core files.
 mkdir -p "$ROOT/etc/systemd/system/hugecollapsed.service.d"
 cat >"$ROOT/etc/systemd/system/hugecollapsed.service.d/test.conf" <<'EOF'
@@ -153,6 +158,10 @@ else
 fi
 assert_eq "hugecollapsed is active" "$(show ActiveState)" active
 assert_eq "Type=notify" "$(show Type)" notify
+# The sandbox lets bpf() through for the prctl iterator (SystemCallFilter=bpf).
+prctl_line=$(journal_since "$jstart" | grep -m1 'prctl(PR_SET_THP_DISABLE) modes:')
+assert_cmd "under the shipped unit the prctl iterator loads: '$prctl_line'" \
+	grep -q 'read from each process.s mm by a BPF task iterator' <<<"$prctl_line"
 status_is_pass()
 {
 	[[ $(show StatusText) =~ ^pass\ [0-9]+: ]]

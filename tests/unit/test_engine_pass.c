@@ -861,6 +861,62 @@ static void test_advised_after_faults_rescanned(void **state)
 	assert_int_equal(f->ps.procs_scanned, 0);
 }
 
+static enum thp_prctl prctl_unknown(const struct thp_policy *live, bool status_thp_enabled, const struct vma *v,
+				    size_t n)
+{
+	(void)live, (void)v, (void)n;
+	return status_thp_enabled ? THP_PRCTL_UNKNOWN : THP_PRCTL_COMPLETELY;
+}
+
+static struct {
+	enum thp_prctl answer;
+	int calls;
+} exact;
+
+static int fake_exact(void *ctx, pid_t pid, enum thp_prctl *m)
+{
+	(void)ctx, (void)pid;
+	exact.calls++;
+	*m = exact.answer;
+	return 0;
+}
+
+/* The prctl seam (rescan.c prctl_mode): where the inference cannot tell,
+ * the plain buffer is prctl_unknown without an exact source, a candidate
+ * when the exact source says NONE, and thp_policy when it says
+ * except-advised; the source is asked once per scan. */
+static void check_prctl_seam(struct fixture *f, bool have_exact, enum thp_prctl answer, enum scan_result want)
+{
+	memset(&exact, 0, sizeof(exact));
+	exact.answer = answer;
+	f->o.dry_run = true;
+	f->e.prctl_infer = prctl_unknown;
+	f->e.prctl_exact = have_exact ? fake_exact : NULL;
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(exact.calls, have_exact ? 1 : 0);
+	assert_true(f->ps.results[want] >= NBLOCKS);
+	if (want != SCAN_CANDIDATE)
+		assert_int_equal(f->ps.results[SCAN_CANDIDATE], 0);
+	if (want != SCAN_PRCTL_UNKNOWN)
+		assert_int_equal(f->ps.results[SCAN_PRCTL_UNKNOWN], 0);
+}
+
+static void test_prctl_unknown_without_exact(void **state)
+{
+	check_prctl_seam(*state, false, THP_PRCTL_NONE, SCAN_PRCTL_UNKNOWN);
+}
+
+static void test_prctl_exact_none(void **state)
+{
+	check_prctl_seam(*state, true, THP_PRCTL_NONE, SCAN_CANDIDATE);
+}
+
+static void test_prctl_exact_except_advised(void **state)
+{
+	check_prctl_seam(*state, true, THP_PRCTL_EXCEPT_ADVISED, SCAN_THP_POLICY);
+}
+
 static void test_cold_after_scan_not_collapsed(void **state)
 {
 	check_stale(*state, 'c', SCAN_COLD);
@@ -1068,6 +1124,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_collapsed_not_submitted_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cold_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_advised_after_faults_rescanned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prctl_unknown_without_exact, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prctl_exact_none, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prctl_exact_except_advised, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),

@@ -245,8 +245,11 @@ static void test_vma_check(void **state)
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &hg, THP_PRCTL_UNKNOWN), SCAN_CANDIDATE);
 	st.orig.enabled = THP_ALWAYS;
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_NONE), SCAN_CANDIDATE);
-	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_THP_POLICY);
+	/* Unknown: refused by the safe rule, under its own name. */
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_UNKNOWN), SCAN_PRCTL_UNKNOWN);
 	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &plain, THP_PRCTL_EXCEPT_ADVISED), SCAN_THP_POLICY);
+	assert_true(thp_prctl_matters(&st, THP_SCOPE_KERNEL, &plain, 1));
+	assert_false(thp_prctl_matters(&st, THP_SCOPE_KERNEL, &hg, 1)); /* advised: allowed either way */
 
 	/* Shmem knobs are never the daemon's: its THPeligible still answers,
 	 * in every scope. */
@@ -414,28 +417,40 @@ static void test_describe(void **state)
 	struct thp_state st = {.live = pol(THP_MADVISE, SHMEM_NEVER), .orig = pol(THP_MADVISE, SHMEM_NEVER)};
 	char line[512];
 
-	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, false, line, sizeof(line)));
 	assert_string_equal(
 	    line, "THP enabled=madvise, shmem_enabled=never, scope=kernel: collapsing MADV_HUGEPAGE memory only");
 	st.live.enabled = THP_NEVER;
 	st.orig.shmem = st.live.shmem = SHMEM_ADVISE;
 	st.orig.enabled = THP_ALWAYS;
-	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, false, line, sizeof(line)));
 	assert_string_equal(line, "THP enabled=always, shmem_enabled=advise (as before the daemon changed them), "
 				  "scope=kernel: collapsing anonymous: all memory but MADV_NOHUGEPAGE; shmem: "
-				  "MADV_HUGEPAGE memory only (without MADV_HUGEPAGE only in processes whose "
-				  "THPeligible shows no prctl opt-out)");
+				  "MADV_HUGEPAGE memory only (but without the BPF prctl iterator no process can "
+				  "be shown not to have set PR_THP_DISABLE_EXCEPT_ADVISED: plain memory is not "
+				  "collapsed, see prctl_unknown)");
 	st.live = st.orig = pol(THP_NEVER, SHMEM_NEVER);
-	assert_false(thp_policy_describe(&st, THP_SCOPE_KERNEL, line, sizeof(line)));
+	assert_false(thp_policy_describe(&st, THP_SCOPE_KERNEL, false, line, sizeof(line)));
 	assert_non_null(strstr(line, "collapsing nothing"));
-	assert_true(thp_policy_describe(&st, THP_SCOPE_MADVISE, line, sizeof(line)));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_MADVISE, false, line, sizeof(line)));
 	st.live.shmem = st.orig.shmem = SHMEM_DENY;
-	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, false, line, sizeof(line)));
 	assert_non_null(
-	    strstr(line, "shmem_enabled=deny, scope=always: collapsing all memory but MADV_NOHUGEPAGE (without"));
+	    strstr(line, "shmem_enabled=deny, scope=always: collapsing all memory but MADV_NOHUGEPAGE (but without"));
 	st.live.enabled = THP_ALWAYS; /* THPeligible tells: no caveat */
-	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, line, sizeof(line)));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_ALWAYS, false, line, sizeof(line)));
 	assert_null(strstr(line, "without"));
+	/* khugepaged = off on an enabled=always host: THPeligible reads 0
+	 * everywhere, so without the iterator no plain memory is collapsed,
+	 * and the line says so; with it, no caveat. */
+	st.orig.enabled = THP_ALWAYS;
+	st.live.enabled = THP_NEVER;
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, false, line, sizeof(line)));
+	assert_non_null(strstr(line, "plain memory is not collapsed, see prctl_unknown"));
+	assert_true(thp_policy_describe(&st, THP_SCOPE_KERNEL, true, line, sizeof(line)));
+	assert_non_null(strstr(line, "collapsing all memory but MADV_NOHUGEPAGE"));
+	assert_null(strstr(line, "without"));
+	assert_null(strstr(line, "prctl"));
 }
 
 int main(void)

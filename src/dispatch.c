@@ -214,7 +214,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	ps->stale_dropped += cc.stale;
 	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
 		s->nblocks = 0;
-	if (ok) { /* coverage.h: the last scan's THP numbers are stale now */
+	if (ok) {                     /* coverage.h: the last scan's THP numbers are stale now */
 		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
 		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);

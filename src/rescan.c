@@ -325,6 +325,21 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 		close(fd);
 }
 
+/* A process scanned with no prctl mode still has none, where that can be
+ * read exactly (not before 6.18: status THP_enabled covers it there). A
+ * failed read keeps the scan's word, as at the scan. */
+static bool rescan_prctl_holds(struct engine *e, const struct proc_state *s)
+{
+	enum thp_prctl now;
+
+	if (s->thp_prctl != THP_PRCTL_NONE || e->no_except_advised || !e->prctl_exact)
+		return true;
+	if (e->prctl_exact(e->prctl_exact_ctx, s->pid, &now) < 0)
+		return true;
+	e->prctl_reads++;
+	return now == THP_PRCTL_NONE;
+}
+
 bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd)
 {
 	thp_refresh(e, e->now());
@@ -334,9 +349,14 @@ bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd
 	/* THP switched off by prctl since: the kernel would refuse the blocks
 	 * (EINVAL) and the refusal would be remembered for full_rescan_s;
 	 * better left to the next scan. Unknown counts as enabled, as at the
-	 * scan. The except-advised prctl shows only in smaps (THPeligible),
-	 * which this does not read again. */
-	return !s->thp_enabled || read_proc_thp_enabled(dirfd) != 0;
+	 * scan. */
+	if (s->thp_enabled && read_proc_thp_enabled(dirfd) == 0)
+		return false;
+	/* The except-advised prctl shows only in smaps (THPeligible), which
+	 * this does not read again; where the kernel's own record can be
+	 * read (prctl_exact, 20-25 us), a process scanned without it must
+	 * still be without it. */
+	return rescan_prctl_holds(e, s);
 }
 
 int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)

@@ -870,6 +870,7 @@ static enum thp_prctl prctl_unknown(const struct thp_policy *live, bool status_t
 
 static struct {
 	enum thp_prctl answer;
+	enum thp_prctl later; /* from the second question on, if set */
 	int calls;
 } exact;
 
@@ -877,7 +878,7 @@ static int fake_exact(void *ctx, pid_t pid, enum thp_prctl *m)
 {
 	(void)ctx, (void)pid;
 	exact.calls++;
-	*m = exact.answer;
+	*m = exact.calls > 1 && exact.later ? exact.later : exact.answer;
 	return 0;
 }
 
@@ -915,6 +916,24 @@ static void test_prctl_exact_none(void **state)
 static void test_prctl_exact_except_advised(void **state)
 {
 	check_prctl_seam(*state, true, THP_PRCTL_EXCEPT_ADVISED, SCAN_THP_POLICY);
+}
+
+/* The owner sets PR_THP_DISABLE_EXCEPT_ADVISED after the scan that found
+ * its plain blocks: the re-check right before the call reads the mode
+ * again and nothing is submitted (MADV_COLLAPSE would override the prctl). */
+static void test_except_advised_after_scan_not_collapsed(void **state)
+{
+	struct fixture *f = *state;
+
+	memset(&exact, 0, sizeof(exact));
+	exact.answer = THP_PRCTL_NONE;
+	exact.later = THP_PRCTL_EXCEPT_ADVISED;
+	f->e.prctl_infer = prctl_unknown;
+	f->e.prctl_exact = fake_exact;
+	first_pass(f);
+	assert_int_equal(exact.calls, 2); /* the scan's, and the re-check's */
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
 }
 
 static void test_cold_after_scan_not_collapsed(void **state)
@@ -1127,6 +1146,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_prctl_unknown_without_exact, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_prctl_exact_none, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_prctl_exact_except_advised, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_except_advised_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_after_scan_not_collapsed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),

@@ -45,6 +45,9 @@ cleanup()
 }
 trap cleanup EXIT
 
+# Shmem follows shmem_enabled in every scope, as the kernel's policy does:
+# advise, so that the workload's advised shmem counts (written back at exit).
+hc_thp_set shmem_enabled advise || exit 1
 ETC=$HC_TMP/etc
 RUN=$HC_TMP/run
 PROM=$RUN/hugecollapsed.prom
@@ -52,7 +55,7 @@ CONF=$ETC/hugecollapsed.conf
 mkdir -m 0755 "$ETC" "$ETC/cgroup.d" "$RUN"
 printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\ncoverage_top_cgroups = 3\n[collapse]\nenable = no\n' \
 	"$PROM" >"$CONF"
-printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\n# shmem_enabled=never: its advised shmem needs scope = madvise\nscope = madvise\ncoverage_target_pct = 90\n' "$CG" \
+printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\nscope = madvise\ncoverage_target_pct = 90\n' "$CG" \
 	>"$ETC/cgroup.d/test.conf"
 chmod 0644 "$CONF" "$ETC/cgroup.d/test.conf"
 assert_cmd "the config with coverage keys is valid" "$HC_BIN" --check-config --config "$CONF"

@@ -24,7 +24,9 @@ declare -A MB=([hot]=64 [shmem]=64)
 
 # A private config with the documented defaults, so a file in /etc cannot
 # change what this test sees. config_load insists on root-owned, 0644.
-# scope = madvise: the advised shmem is collapsed whatever shmem_enabled says.
+# scope = madvise for the advised anonymous memory; shmem follows
+# shmem_enabled in every scope, as the kernel's own policy does: advise for
+# this test (written back at exit), so the advised shmem is collapsed.
 CONF=$HC_TMP/hugecollapsed.conf
 cat >"$CONF" <<'EOF'
 [collapse]
@@ -34,6 +36,7 @@ scope = madvise
 EOF
 chmod 0644 "$CONF"
 hc_khugepaged_quiet || exit 1
+hc_thp_set shmem_enabled advise || exit 1
 
 for r in "${ROLES[@]}"; do
 	role=$r args=()

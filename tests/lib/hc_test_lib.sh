@@ -23,6 +23,7 @@ declare -A WL_LEN=()   # name -> buffer length in bytes
 declare -A WL_OUT=()   # name -> file holding its stdout
 declare -A HC_KHP_SAVED=() # khugepaged knob -> value before hc_khugepaged_quiet
 HC_KHP_DIR=/sys/kernel/mm/transparent_hugepage/khugepaged
+declare -A HC_THP_SET_SAVED=() # THP knob (below transparent_hugepage/) -> value before hc_thp_set
 HC_TMP=$(mktemp -d /tmp/hc-test.XXXXXX) || exit 1
 
 hc_log()
@@ -46,7 +47,25 @@ hc_cleanup()
 		echo "${HC_KHP_SAVED[$k]}" >"$HC_KHP_DIR/$k"
 	done
 	HC_KHP_SAVED=()
+	for k in "${!HC_THP_SET_SAVED[@]}"; do
+		echo "${HC_THP_SET_SAVED[$k]}" >"$HC_KHP_DIR/../$k"
+	done
+	HC_THP_SET_SAVED=()
 	[[ -n $HC_TMP && -d $HC_TMP ]] && rm -rf "$HC_TMP"
+}
+
+# hc_thp_set KNOB VALUE: writes a THP knob (a file below
+# /sys/kernel/mm/transparent_hugepage, e.g. shmem_enabled) until the test
+# exits; the EXIT trap writes the old value back.
+hc_thp_set()
+{
+	local v
+	if [[ -z ${HC_THP_SET_SAVED[$1]} ]]; then
+		v=$(cat "$HC_KHP_DIR/../$1") || return 1
+		[[ $v == *[* ]] && v=${v#*[} && v=${v%%]*}
+		HC_THP_SET_SAVED[$1]=$v
+	fi
+	echo "$2" >"$HC_KHP_DIR/../$1"
 }
 
 # hc_khugepaged_quiet: stop the kernel's khugepaged from scanning until the

@@ -44,6 +44,8 @@
  *                    then on (becomes the lazyfree role); prints "freed"
  *   SIGRTMIN+2       matrix role: clear the prctl mode again
  *                    (PR_SET_THP_DISABLE 0); prints "prctl cleared"
+ *   SIGRTMIN+3       unmap the buffer and go on without it (nothing left
+ *                    to verify); prints "unmapped" (tests/unmap_shim.c)
  *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
  * The lazymix role lays its blocks out in groups of four, all in one VMA
@@ -121,6 +123,7 @@ static volatile sig_atomic_t verify_requested;
 static volatile sig_atomic_t touch_requested, grow_requested;
 static volatile sig_atomic_t advice_requested; /* 0, or the MADV_* for SIGRTMIN(+1) */
 static volatile sig_atomic_t clear_requested;  /* SIGRTMIN+2 */
+static volatile sig_atomic_t unmap_requested;  /* SIGRTMIN+3 */
 static int inherited_prctl;                    /* PR_GET_THP_DISABLE at start */
 static volatile uint64_t read_sink;            /* keeps the reads from being optimised away */
 
@@ -152,6 +155,12 @@ static void on_clear(int sig)
 {
 	(void)sig;
 	clear_requested = 1;
+}
+
+static void on_unmap(int sig)
+{
+	(void)sig;
+	unmap_requested = 1;
 }
 
 static void on_advice(int sig)
@@ -457,6 +466,8 @@ static void install_handlers(void)
 	sigaction(SIGRTMIN + 1, &sa, NULL);
 	sa.sa_handler = on_clear;
 	sigaction(SIGRTMIN + 2, &sa, NULL);
+	sa.sa_handler = on_unmap;
+	sigaction(SIGRTMIN + 3, &sa, NULL);
 	/* If the test script dies, do not outlive it. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
@@ -664,7 +675,7 @@ int main(int argc, char **argv)
 	while (!stop_requested) {
 		if (verify_requested) {
 			verify_requested = 0;
-			long off = verify(r, buf, len);
+			long off = buf ? verify(r, buf, len) : -1;
 			if (off < 0)
 				printf("pattern ok\n");
 			else
@@ -681,7 +692,17 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		advice_requested = 0;
-		if (r == CHURN) {
+		if (unmap_requested && buf) {
+			if (munmap(buf, len))
+				die("munmap(SIGRTMIN+3)");
+			buf = NULL;
+			printf("unmapped\n");
+			fflush(stdout);
+		}
+		unmap_requested = 0;
+		if (!buf) {
+			/* unmapped: nothing to touch */
+		} else if (r == CHURN) {
 			/* Map the new one first, so it gets another address. */
 			char *next = map_aligned_anon(len);
 			/* Without the prctl: a daemon reading status meanwhile
@@ -698,7 +719,7 @@ int main(int argc, char **argv)
 		sleep_ms((unsigned)interval_ms);
 	}
 
-	long off = verify(r, buf, len);
+	long off = buf ? verify(r, buf, len) : -1;
 	if (off >= 0) {
 		fprintf(stderr, "hc_workload: %s: pattern bad at offset %ld\n", role_names[r], off);
 		return 3;

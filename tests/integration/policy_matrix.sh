@@ -34,6 +34,12 @@ matrix_cleanup()
 trap matrix_cleanup EXIT
 hc_khugepaged_quiet || exit 1
 
+# The daemon reads prctl modes exactly where it was built with the BPF
+# iterator and the kernel has BTF (src/prctl_iter.h; integration/prctl_modes
+# checks that it does).
+PRCTL_EXACT=0
+[[ -r /sys/kernel/btf/vmlinux && -e $HC_BUILD/bpf/thp_prctl.bpf.o ]] && PRCTL_EXACT=1
+hc_log "prctl modes exact (BPF iterator): $PRCTL_EXACT"
 VMAS=(anon-plain anon-hg anon-nh shmem-plain shmem-hg shmem-nh)
 for scope in kernel madvise always; do
 	printf '[collapse]\nscope = %s\n' "$scope" >"$HC_TMP/$scope.conf"
@@ -61,9 +67,10 @@ expect()
 			echo 1 || echo 0
 		return
 	fi
-	# Only a THPeligible 1 on memory without MADV_HUGEPAGE shows that a
+	# The BPF task iterator reads the mode exactly (PRCTL_EXACT); without
+	# it only a THPeligible 1 on memory without MADV_HUGEPAGE shows that a
 	# process did not set except-advised: here, plain anon under always.
-	[[ $prctl == none && $en == always ]] && known_none=1
+	[[ $prctl == none && ($en == always || $PRCTL_EXACT == 1) ]] && known_none=1
 	[[ $adv != hg ]] && ((!known_none)) && { echo 0; return; }
 	case $scope in
 	madvise) [[ $adv == hg ]] && echo 1 || echo 0 ;;

@@ -71,16 +71,17 @@ wait_opens()
 	return 1
 }
 
-# expect PHASE SCANS… : each workload's scans, as pagemap opens, and smaps
-# opens: one per scan, and one more after the first pass collapsed its
-# blocks (a collapse reads smaps again for the coverage numbers, coverage.h).
+# expect PHASE SCANS… : each workload's scans, as smaps and pagemap opens:
+# one per scan, and one more of each for the first pass's collapse (it reads
+# smaps again for the coverage numbers, coverage.h, and the page tables of
+# the call's blocks right before the call, dispatch.c).
 expect()
 {
 	local phase=$1 i=0 w
 	shift
 	for w in "${W[@]}"; do
 		assert_eq "$phase: $w smaps opened $(($1 + 1)) time(s)" "$(opens "$w" smaps)" "$(($1 + 1))"
-		assert_eq "$phase: $w pagemap opened $1 time(s)" "$(opens "$w" pagemap)" "$1"
+		assert_eq "$phase: $w pagemap opened $(($1 + 1)) time(s)" "$(opens "$w" pagemap)" "$(($1 + 1))"
 		shift
 		i=$((i + 1))
 	done

@@ -142,19 +142,36 @@ int engine_init(struct engine *e, const struct config *cfg)
 	return 0;
 }
 
-static int prctl_exact_iter(void *ctx, pid_t pid, enum thp_prctl *m)
+/* The iterator is loaded at its first question: loading parses the
+ * kernel's BTF (about 7 MB of peak RSS), and under the Debian default
+ * (enabled=madvise, scope = kernel) no question is ever asked. If the load
+ * fails after all, the safe rule takes over for good. */
+static int prctl_exact_lazy(void *ctx, pid_t pid, enum thp_prctl *m)
 {
-	return prctl_iter_read_pid(ctx, pid, m);
+	struct engine *e = ctx;
+	int r;
+
+	if (!e->prctl_iter) {
+		r = prctl_iter_open(&e->prctl_iter);
+		if (r < 0) {
+			log_warn("cannot load the BPF prctl iterator (%s): where THPeligible cannot tell, a process "
+				 "counts as PR_THP_DISABLE_EXCEPT_ADVISED (prctl_unknown)",
+				 strerror(-r));
+			e->prctl_exact = NULL;
+			return r;
+		}
+	}
+	return prctl_iter_read_pid(e->prctl_iter, pid, m);
 }
 
 int engine_prctl_open(struct engine *e)
 {
-	int r = e->prctl_iter ? 0 : prctl_iter_open(&e->prctl_iter);
+	int r = e->prctl_iter ? 0 : prctl_iter_usable();
 
 	if (r < 0)
 		return r;
-	e->prctl_exact = prctl_exact_iter;
-	e->prctl_exact_ctx = e->prctl_iter;
+	e->prctl_exact = prctl_exact_lazy;
+	e->prctl_exact_ctx = e;
 	return 0;
 }
 

@@ -83,6 +83,22 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
+int prctl_iter_usable(void)
+{
+	int fd;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return -errno;
+	/* bpf() allowed (privilege, the unit's SystemCallFilter): a one-entry
+	 * array map costs a page, where loading the program parses the
+	 * kernel's whole BTF. */
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
 int prctl_iter_open(struct prctl_iter **out)
 {
 	struct prctl_iter *it = calloc(1, sizeof(*it));
@@ -194,6 +210,11 @@ int prctl_iter_read_pid(struct prctl_iter *it, pid_t pid, enum thp_prctl *m)
 struct prctl_iter {
 	int unused;
 };
+
+int prctl_iter_usable(void)
+{
+	return -ENOSYS;
+}
 
 int prctl_iter_open(struct prctl_iter **out)
 {

@@ -41,6 +41,11 @@ struct prctl_table {
 
 struct prctl_iter;
 
+/* Whether prctl_iter_open() can be expected to work, without loading it
+ * (that parses the kernel's BTF: several MB of peak RSS): built with BPF,
+ * BTF present, bpf() allowed. 0, or -errno as prctl_iter_open(). */
+int prctl_iter_usable(void);
+
 /* Loads and attaches the iterator. 0, or -errno: -ENOSYS when built
  * without BPF, -EPERM without the privilege, -ENOENT without BTF, … */
 int prctl_iter_open(struct prctl_iter **out);

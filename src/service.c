@@ -334,7 +334,8 @@ static void log_prctl_source(struct engine *e)
 	int r = engine_prctl_open(e);
 
 	if (r == 0)
-		log_info("prctl(PR_SET_THP_DISABLE) modes: read from each process's mm by a BPF task iterator");
+		log_info("prctl(PR_SET_THP_DISABLE) modes: read from each process's mm by a BPF task iterator "
+			 "(loaded at the first process whose verdict depends on it)");
 	else
 		log_info("prctl(PR_SET_THP_DISABLE) modes: no BPF task iterator (%s); where THPeligible cannot tell, "
 			 "a process counts as PR_THP_DISABLE_EXCEPT_ADVISED (prctl_unknown)",

@@ -431,6 +431,38 @@ int sys_pagemap_scan(int fd, void *arg)
 	return ioctl(fd, HC_PAGEMAP_SCAN, arg);
 }
 
+/* One PAGEMAP_SCAN call over [start, end) into s->regions, returning the
+ * categories cats: pages that have all of mask, or (mask 0) any of cats.
+ * Returns the number of regions, or -errno; *walk_end is where the
+ * walk stopped (early only when the vector is full: -EIO if it did not
+ * move). */
+static int scan_regions(struct range_scanner *s, uint64_t start, uint64_t end, uint64_t mask, uint64_t cats,
+			uint64_t *walk_end)
+{
+	struct hc_pm_scan_arg arg = {
+	    .size = sizeof(arg),
+	    .start = start,
+	    .end = end,
+	    .vec = (uintptr_t)s->regions,
+	    .vec_len = s->regions_cap,
+	    .category_mask = mask,
+	    .category_anyof_mask = mask ? 0 : cats,
+	    .return_mask = cats,
+	};
+	int n;
+
+	do {
+		s->stats.scan_ioctls++;
+		n = s->scan_ioctl(s->pagemap_fd, &arg);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (arg.walk_end <= start)
+		return -EIO;
+	*walk_end = arg.walk_end;
+	return n;
+}
+
 /* Walks the blocks with PAGEMAP_SCAN; holes are never returned. */
 static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nblocks, struct vma_scan *x)
 {
@@ -440,29 +472,14 @@ static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nbloc
 
 	region_walk_init(&w, first, nblocks, classify_blocks, x);
 	while (start < end && !x->err) {
-		struct hc_pm_scan_arg arg = {
-		    .size = sizeof(arg),
-		    .start = start,
-		    .end = end,
-		    .vec = (uintptr_t)s->regions,
-		    .vec_len = s->regions_cap,
-		    .category_anyof_mask = SCAN_CATEGORIES,
-		    .return_mask = SCAN_CATEGORIES,
-		};
-		int n;
+		uint64_t walk_end;
+		int n = scan_regions(s, start, end, 0, SCAN_CATEGORIES, &walk_end);
 
-		do {
-			s->stats.scan_ioctls++;
-			n = s->scan_ioctl(s->pagemap_fd, &arg);
-		} while (n < 0 && errno == EINTR);
 		if (n < 0)
-			return -errno;
+			return n;
 		found += (size_t)n;
 		region_walk_feed(&w, s->regions, (size_t)n);
-		/* The walk stops early only when vec is full. */
-		if (arg.walk_end <= start)
-			return -EIO;
-		start = arg.walk_end;
+		start = walk_end;
 	}
 	/* The caller skips VMAs without Rss or Swap, so nothing at all here
 	 * is either a VMA emptied since smaps, or a dead mm on a kernel whose
@@ -561,23 +578,11 @@ static int count_lazyfree_present(struct range_scanner *s, uint64_t start, uint6
 	int err = 0;
 
 	while (start < end && !err) {
-		struct hc_pm_scan_arg arg = {
-		    .size = sizeof(arg),
-		    .start = start,
-		    .end = end,
-		    .vec = (uintptr_t)s->regions,
-		    .vec_len = s->regions_cap,
-		    .category_mask = HC_PAGE_IS_PRESENT,
-		    .return_mask = HC_PAGE_IS_PRESENT,
-		};
-		int n;
+		uint64_t walk_end;
+		int n = scan_regions(s, start, end, HC_PAGE_IS_PRESENT, HC_PAGE_IS_PRESENT, &walk_end);
 
-		do {
-			s->stats.scan_ioctls++;
-			n = s->scan_ioctl(s->pagemap_fd, &arg);
-		} while (n < 0 && errno == EINTR);
 		if (n < 0)
-			return -errno;
+			return n;
 		for (int i = 0; i < n && !err; i++) {
 			if (span_end && s->regions[i].start - span_end <= LAZY_GAP_PAGES * PAGE_SZ) {
 				span_end = s->regions[i].end;
@@ -588,9 +593,7 @@ static int count_lazyfree_present(struct range_scanner *s, uint64_t start, uint6
 			span_start = s->regions[i].start;
 			span_end = s->regions[i].end;
 		}
-		if (arg.walk_end <= start)
-			return -EIO;
-		start = arg.walk_end;
+		start = walk_end;
 	}
 	if (!err && span_end)
 		err = count_lazyfree_range(s, span_start, span_end, out);

@@ -472,7 +472,7 @@ static int scan_with_ioctl(struct range_scanner *s, uint64_t first, size_t nbloc
 
 	region_walk_init(&w, first, nblocks, classify_blocks, x);
 	while (start < end && !x->err) {
-		uint64_t walk_end;
+		uint64_t walk_end = end;
 		int n = scan_regions(s, start, end, 0, SCAN_CATEGORIES, &walk_end);
 
 		if (n < 0)
@@ -578,7 +578,7 @@ static int count_lazyfree_present(struct range_scanner *s, uint64_t start, uint6
 	int err = 0;
 
 	while (start < end && !err) {
-		uint64_t walk_end;
+		uint64_t walk_end = end;
 		int n = scan_regions(s, start, end, HC_PAGE_IS_PRESENT, HC_PAGE_IS_PRESENT, &walk_end);
 
 		if (n < 0)

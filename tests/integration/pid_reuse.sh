@@ -55,6 +55,13 @@ RESULT=$HC_TMP/result
 # shellcheck disable=SC2016 # expanded by the inner shell
 INNER='
 bin=$1 conf=$2 log=$3 result=$4 recycler=$5 pool=$6 rounds=$7 from=$8 to=$9 step=${10} noperf=${11} sizes=${12}
+# A /proc of this namespace. Private first, so the new mount does not
+# propagate out (unshare --mount-proc would make / private, which fails
+# where / is no mount point, as in a chroot).
+if ! mount --make-rprivate /proc || ! mount -t proc proc /proc; then
+	echo "proc=fail" >"$result"
+	exit 1
+fi
 if ! echo $((300 + pool)) >/proc/sys/kernel/pid_max; then
 	echo "pid_max=fail" >"$result"
 	exit 1
@@ -109,7 +116,7 @@ echo "alive=$alive" >>"$result"
 echo "exit=$bad_exit" >>"$result"'
 DEADLINE=$(hc_scaled 90)
 start=$SECONDS
-timeout "$DEADLINE" unshare --pid --fork --mount-proc --kill-child \
+timeout "$DEADLINE" unshare --pid --fork --mount --propagation unchanged --kill-child \
 	bash -c "$INNER" inner "$HC_BIN" "$CONF" "$LOG" "$RESULT" "$HC_PID_RECYCLER" "$POOL" "$ROUNDS" "$FROM" "$TO" "$STEP_MS" "$HC_NO_PERF" "$SIZES"
 rc=$?
 hc_log "namespace: $(tr '\n' ' ' <"$RESULT" 2>/dev/null)exit $rc after $((SECONDS - start)) s"
@@ -121,6 +128,7 @@ rsum() { grep -o "$1=[0-9]*" "$RESULT.recycler" 2>/dev/null | awk -F= '{ s += $2
 # timeout's SIGTERM reaches the whole process group, the daemon too: a
 # namespace that overran would show as a daemon that died.
 assert_eq "the namespace ran all $ROUNDS rounds within ${DEADLINE} s" "$rc" 0
+assert_eq "the namespace mounted its own /proc" "$(res proc)" ""
 assert_eq "pid_max set inside the PID namespace" "$(res pid_max)" ok
 assert_eq "the recycler ran every round" "$(res recycler)" ""
 steps=$(rsum steps)

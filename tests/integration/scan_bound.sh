@@ -39,10 +39,10 @@ for mode in 0 1; do
 	HC_FORCE_PAGEMAP_READ=$mode timeout 300 "$HC_BIN" --config "$CONF" --once --dry-run --json -v --pid "$PID" \
 		>"$HC_TMP/$name.json" 2>"$HC_TMP/$name.err"
 	assert_eq "$name: hugecollapsed exits 0" "$?" 0
-	wall=$(echo "$(date +%s.%N) - $start" | bc)
+	wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 	scan=$(jq '.scan_seconds' "$HC_TMP/$name.json")
 	hc_log "$name: scan ${scan} s, wall ${wall} s, results $(jq -c '.results' "$HC_TMP/$name.json")"
-	assert_eq "$name: the scan took under a second" "$(echo "$scan < 1.0" | bc)" 1
+	assert_eq "$name: the scan took under a second" "$(awk -v s="$scan" 'BEGIN { print (s != "" && s + 0 < 1.0) ? 1 : 0 }')" 1
 	assert_eq "$name: the freed block was found (page_lazyfree)" \
 		"$(jq '.results.page_lazyfree // 0' "$HC_TMP/$name.json")" 1
 done

@@ -179,13 +179,15 @@ hc_write_rule()
 
 # hc_daemon_start CONF [ARGS…]: runs the daemon with -v, log in
 # $HC_DAEMON_LOG; waits for its "started" line. Without NOTIFY_SOCKET or
-# JOURNAL_STREAM, so its log stays on stderr.
+# JOURNAL_STREAM, so its log stays on stderr. HC_DAEMON_WRAP (an array, for
+# example ("$HC_NO_PERF")) names a command that execs the daemon, so that
+# HC_DAEMON_PID is still the daemon's.
 hc_daemon_start()
 {
 	local conf=$1 i
 	shift
 	HC_DAEMON_LOG=$HC_TMP/daemon.$((${#HC_EXTRA_PIDS[@]})).log
-	env -u NOTIFY_SOCKET -u JOURNAL_STREAM -u WATCHDOG_USEC "$HC_BIN" --config "$conf" -v "$@" \
+	env -u NOTIFY_SOCKET -u JOURNAL_STREAM -u WATCHDOG_USEC "${HC_DAEMON_WRAP[@]}" "$HC_BIN" --config "$conf" -v "$@" \
 		>"$HC_DAEMON_LOG" 2>&1 &
 	HC_DAEMON_PID=$!
 	HC_EXTRA_PIDS+=("$HC_DAEMON_PID")

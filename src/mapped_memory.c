@@ -65,9 +65,14 @@ int read_mapped_memory_kb(uint64_t *mapped_kb)
 	return parse_meminfo_buf(buf, (size_t)n, mapped_kb);
 }
 
+static int watch_read(const struct mapped_watch *w, uint64_t *kb)
+{
+	return (w->read_kb ? w->read_kb : read_mapped_memory_kb)(kb);
+}
+
 void mapped_watch_note(struct mapped_watch *w, double now)
 {
-	w->known = read_mapped_memory_kb(&w->kb) == 0;
+	w->known = watch_read(w, &w->kb) == 0;
 	w->next_check = now + MAPPED_CHECK_S;
 	w->faulted_kb = 0;
 }
@@ -84,7 +89,7 @@ bool mapped_watch_moved(struct mapped_watch *w, double now)
 	if (!w->known || now < w->next_check)
 		return false;
 	w->next_check = now + MAPPED_CHECK_S;
-	if (read_mapped_memory_kb(&kb) < 0)
+	if (watch_read(w, &kb) < 0)
 		return false;
 	w->kb = kb;
 	w->faulted_kb = 0;

@@ -42,6 +42,7 @@ struct mapped_watch {
 	uint64_t faulted_kb; /* memory the faults seen in this window may have filled */
 	bool grew;           /* a check saw growth beyond the slack, explained or not;
 			      * the caller clears it */
+	int (*read_kb)(uint64_t *kb); /* injectable; NULL: read_mapped_memory_kb */
 };
 
 void mapped_watch_note(struct mapped_watch *w, double now);

@@ -45,7 +45,7 @@ struct kernel_features {
 	bool process_madvise, madv_collapse, pagemap_scan, per_size, except_advised;
 	bool mthp_collapse;    /* khugepaged makes mTHPs: Linux 7.2 and later */
 	uint32_t anon_orders;  /* per-size anonymous orders enabled (always, madvise, inherit of an enabled enabled) */
-	uint32_t shmem_orders; /* per-size shmem orders not never */
+	uint32_t shmem_orders; /* per-size shmem orders not never; before 6.11, PMD where shmem_enabled allows */
 };
 
 /* The real probes: syscalls that change nothing (madvise of an empty range,

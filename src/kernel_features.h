@@ -60,7 +60,8 @@ int kernel_features_detect(const struct kernel_probe *p, struct kernel_features 
 /* "kernel 6.18.0: process_madvise yes, MADV_COLLAPSE yes, PAGEMAP_SCAN yes,
  * per-size THP yes, except-advised prctl yes, khugepaged mTHP collapse no,
  * THP sizes enabled: anonymous 64kB 2048kB, shmem none" (sizes: per-size
- * knobs only, "-" without them). Pure. */
+ * knobs, and on 6.8-6.10 shmem_enabled for the shmem PMD size; "-" without
+ * per-size knobs). Pure. */
 void kernel_features_describe(const struct kernel_features *f, char *buf, size_t len);
 
 /* false, with why ("MADV_COLLAPSE needs Linux 6.1 or later (this is

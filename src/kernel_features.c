@@ -121,7 +121,7 @@ static void read_orders(const char *dir, struct kernel_features *f)
 	char top[32], shtop[32], word[32], file[320];
 	struct dirent *d;
 	DIR *dp = opendir(dir);
-	bool sh_on;
+	bool sh_on, sh_per_size = false;
 
 	if (!dp)
 		return;
@@ -142,10 +142,15 @@ static void read_orders(const char *dir, struct kernel_features *f)
 			f->anon_orders |= UINT32_C(1) << o;
 		snprintf(file, sizeof(file), "%s/shmem_enabled", d->d_name);
 		selected(dir, file, word, sizeof(word));
+		sh_per_size |= word[0] != '\0';
 		if (word[0] && strcmp(word, "never") && (strcmp(word, "inherit") || sh_on))
 			f->shmem_orders |= UINT32_C(1) << o;
 	}
 	closedir(dp);
+	/* 6.8 to 6.10 have per-size anonymous knobs only: shmem makes PMD-size
+	 * pages alone, as shmem_enabled says (6.8 mm/shmem.c shmem_is_huge()). */
+	if (f->per_size && !sh_per_size && sh_on)
+		f->shmem_orders |= UINT32_C(1) << KF_PMD_ORDER;
 }
 
 int kernel_features_detect(const struct kernel_probe *p, struct kernel_features *out)

@@ -45,7 +45,7 @@ struct kernel_features {
 	bool process_madvise, madv_collapse, pagemap_scan, per_size, except_advised;
 	bool mthp_collapse;    /* khugepaged makes mTHPs: Linux 7.2 and later */
 	uint32_t anon_orders;  /* per-size anonymous orders enabled (always, madvise, inherit of an enabled enabled) */
-	uint32_t shmem_orders; /* per-size shmem orders not never */
+	uint32_t shmem_orders; /* per-size shmem orders not never; before 6.11, PMD where shmem_enabled allows */
 };
 
 /* The real probes: syscalls that change nothing (madvise of an empty range,
@@ -60,7 +60,8 @@ int kernel_features_detect(const struct kernel_probe *p, struct kernel_features 
 /* "kernel 6.18.0: process_madvise yes, MADV_COLLAPSE yes, PAGEMAP_SCAN yes,
  * per-size THP yes, except-advised prctl yes, khugepaged mTHP collapse no,
  * THP sizes enabled: anonymous 64kB 2048kB, shmem none" (sizes: per-size
- * knobs only, "-" without them). Pure. */
+ * knobs, and on 6.8-6.10 shmem_enabled for the shmem PMD size; "-" without
+ * per-size knobs). Pure. */
 void kernel_features_describe(const struct kernel_features *f, char *buf, size_t len);
 
 /* false, with why ("MADV_COLLAPSE needs Linux 6.1 or later (this is

@@ -63,7 +63,8 @@ static void load_probes(const char *ver, struct probes *p)
 	}
 }
 
-static void detect(const char *ver, struct kernel_features *f)
+/* sysfs_name: the generation's "sysfs" or one of its variants. */
+static void detect_in(const char *ver, const char *sysfs_name, struct kernel_features *f)
 {
 	static struct probes p;
 	char sysfs[512], release[128];
@@ -72,8 +73,13 @@ static void detect(const char *ver, struct kernel_features *f)
 	load_probes(ver, &p);
 	load(ver, "release");
 	snprintf(release, sizeof(release), "%.*s", (int)strcspn(buf, "\n"), buf);
-	snprintf(sysfs, sizeof(sysfs), "%s/kernels/%s/sysfs", HC_FIXTURES, ver);
+	snprintf(sysfs, sizeof(sysfs), "%s/kernels/%s/%s", HC_FIXTURES, ver, sysfs_name);
 	assert_int_equal(kernel_features_detect(&kp, f), 0);
+}
+
+static void detect(const char *ver, struct kernel_features *f)
+{
+	detect_in(ver, "sysfs", f);
 }
 
 /* What each generation's scope=kernel verdict is on its four VMAs: plain
@@ -127,6 +133,34 @@ static void test_6_1(void **state)
 	verdicts("6.1", &f, want, THP_PRCTL_NONE);
 }
 
+/* 6.1 kernel/sys.c: PR_SET_THP_DISABLE sets MMF_DISABLE_THP, fs/proc/array.c
+ * task_thp_status() prints THP_enabled 0 for it, and hugepage_vma_check()
+ * then answers 0 everywhere: the status line alone decides, exactly. */
+static void test_6_1_prctl_disabled(void **state)
+{
+	(void)state;
+	static const char status[] = "Name:\tworker\nTHP_enabled:\t0\nThreads:\t1\n";
+	struct thp_state st;
+	struct vma_list l;
+	char sysfs[512];
+	enum thp_prctl m;
+	size_t n;
+
+	m = thp_prctl_from_status(parse_status_thp_enabled(status, sizeof(status) - 1));
+	assert_int_equal(m, THP_PRCTL_COMPLETELY);
+	snprintf(sysfs, sizeof(sysfs), "%s/kernels/6.1/sysfs", HC_FIXTURES);
+	assert_int_equal(thp_state_read(sysfs, NULL, &st), 0);
+	n = load("6.1", "smaps");
+	vma_list_init(&l);
+	assert_int_equal(parse_smaps_buf(buf, n, &l), 0);
+	for (size_t i = 0; i < l.n; i++) {
+		l.v[i].thp_eligible = false; /* what 6.1 prints for such a process */
+		assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &l.v[i], m), SCAN_INELIGIBLE);
+		assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &l.v[i], m), SCAN_INELIGIBLE);
+	}
+	vma_list_free(&l);
+}
+
 static void test_6_8(void **state)
 {
 	(void)state;
@@ -146,6 +180,44 @@ static void test_6_8(void **state)
 	verdicts("6.8", &f, want, THP_PRCTL_NONE);
 }
 
+/* 6.8 has per-size knobs for anonymous memory only (thpsize_attrs: enabled);
+ * shmem makes PMD-size pages as the top-level shmem_enabled says (6.8
+ * mm/shmem.c shmem_is_huge()). The start line said "shmem none" whatever
+ * shmem_enabled was. Under advise the hg memfd reads THPeligible 1 (what
+ * 6.8 prints: shmem_is_huge() is true for VM_HUGEPAGE under advise) and is
+ * a candidate. */
+static void test_6_8_shmem_top_level(void **state)
+{
+	(void)state;
+	struct kernel_features f;
+	struct thp_state st;
+	struct vma_list l;
+	char line[512], sysfs[512];
+	size_t n;
+
+	detect_in("6.8", "sysfs-shmem-advise", &f);
+	kernel_features_describe(&f, line, sizeof(line));
+	assert_string_equal(line,
+			    "kernel 6.8.0-51-generic: process_madvise yes, MADV_COLLAPSE yes, PAGEMAP_SCAN yes, "
+			    "per-size THP knobs yes, except-advised prctl no (status THP_enabled is exact), "
+			    "khugepaged mTHP collapse no; THP sizes enabled: anonymous 64kB 2048kB, shmem 2048kB");
+	assert_int_equal(f.shmem_orders, 1u << 9);
+	snprintf(sysfs, sizeof(sysfs), "%s/kernels/6.8/sysfs-shmem-advise", HC_FIXTURES);
+	assert_int_equal(thp_state_read(sysfs, NULL, &st), 0);
+	assert_int_equal(st.live.pmd_shmem, SHMEM_INHERIT); /* no per-size shmem file */
+	n = load("6.8", "smaps");
+	vma_list_init(&l);
+	assert_int_equal(parse_smaps_buf(buf, n, &l), 0);
+	assert_int_equal(l.v[2].kind, VMA_SHMEM);
+	l.v[2].thp_eligible = true;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_KERNEL, &l.v[2], THP_PRCTL_NONE), SCAN_CANDIDATE);
+	/* The plain memfd under advise stays 4 KiB in every scope. */
+	l.v[2].vmflags &= ~VMF(HG);
+	l.v[2].thp_eligible = false;
+	assert_int_equal(thp_vma_check(&st, THP_SCOPE_ALWAYS, &l.v[2], THP_PRCTL_NONE), SCAN_THP_POLICY);
+	vma_list_free(&l);
+}
+
 static void test_6_12(void **state)
 {
 	(void)state;
@@ -162,6 +234,10 @@ static void test_6_12(void **state)
 			    "kernel 6.12.57+deb13-amd64: process_madvise yes, MADV_COLLAPSE yes, PAGEMAP_SCAN yes, "
 			    "per-size THP knobs yes, except-advised prctl no (status THP_enabled is exact), "
 			    "khugepaged mTHP collapse no; THP sizes enabled: anonymous 64kB, shmem 2048kB");
+	/* hugepages-8kB has shmem_enabled only (order 1 is in
+	 * THP_ORDERS_ALL_FILE_DEFAULT, not in THP_ORDERS_ALL_ANON). */
+	assert_int_equal(f.anon_orders & (1u << 1), 0);
+	assert_int_equal(f.shmem_orders, 1u << 9);
 	verdicts("6.12", &f, want, THP_PRCTL_NONE);
 }
 
@@ -179,6 +255,8 @@ static void test_6_18(void **state)
 	assert_string_equal(line, "kernel 6.18.3: process_madvise yes, MADV_COLLAPSE yes, PAGEMAP_SCAN yes, "
 				  "per-size THP knobs yes, except-advised prctl yes, khugepaged mTHP collapse no; THP "
 				  "sizes enabled: anonymous 2048kB, shmem none");
+	assert_int_equal(f.anon_orders, 1u << 9);
+	assert_int_equal(f.shmem_orders, 0); /* hugepages-8kB/shmem_enabled never, shmem_enabled never */
 	verdicts("6.18", &f, want, THP_PRCTL_EXCEPT_ADVISED);
 }
 
@@ -249,8 +327,10 @@ static void test_real_probes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_6_1),         cmocka_unit_test(test_6_8),      cmocka_unit_test(test_6_12),
-	    cmocka_unit_test(test_6_18),        cmocka_unit_test(test_7_2_mthp), cmocka_unit_test(test_refuse),
+	    cmocka_unit_test(test_6_1),         cmocka_unit_test(test_6_1_prctl_disabled),
+	    cmocka_unit_test(test_6_8),         cmocka_unit_test(test_6_8_shmem_top_level),
+	    cmocka_unit_test(test_6_12),        cmocka_unit_test(test_6_18),
+	    cmocka_unit_test(test_7_2_mthp),    cmocka_unit_test(test_refuse),
 	    cmocka_unit_test(test_real_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

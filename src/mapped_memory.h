@@ -39,9 +39,9 @@ struct mapped_watch {
 	uint64_t kb;
 	bool known; /* kb was read; an unreadable meminfo never moves */
 	double next_check;
-	uint64_t faulted_kb; /* memory the faults seen in this window may have filled */
-	bool grew;           /* a check saw growth beyond the slack, explained or not;
-			      * the caller clears it */
+	uint64_t faulted_kb;          /* memory the faults seen in this window may have filled */
+	bool grew;                    /* a check saw growth beyond the slack, explained or not;
+				       * the caller clears it */
 	int (*read_kb)(uint64_t *kb); /* injectable; NULL: read_mapped_memory_kb */
 };
 

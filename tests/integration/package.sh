@@ -86,132 +86,139 @@ ROOT=$HC_TMP/root
 cp -a --reflink=auto "$CACHE" "$ROOT" || exit 1
 mkdir -p "$ROOT/root/debs"
 cp "$DEB1" "$DEB2" "$ROOT/root/debs/" 2>/dev/null
-if ! nspawn_boot "$ROOT"; then
-	hc_not_ok "the container boots"
-	hc_summary
-	exit
-fi
-hc_ok "the container boots (PID 1 is $CONTAINER_PID on the host)"
-show() { inc systemctl show -p "$1" --value hugecollapsed; }
-capt() { inc env DEBIAN_FRONTEND=noninteractive apt-get "$@" -y -q -o Dpkg::Use-Pty=0; }
-status_answers() { inc /usr/sbin/hugecollapsed --status >/dev/null 2>&1; }
-# A file list of the container's root file system and /run, for the purge.
-files_now()
+# The life cycle in the booted container. A chroot cannot boot one (it
+# fails in nspawn's first mount): that is reported, and the host's part
+# below still runs.
+container_life_cycle()
 {
-	inc find / /run -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /root/debs \
-		-o -path /var/log/journal -o -path /run/systemd -o -path /run/udev \) -prune -o -print 2>/dev/null | sort -u
+	show() { inc systemctl show -p "$1" --value hugecollapsed; }
+	capt() { inc env DEBIAN_FRONTEND=noninteractive apt-get "$@" -y -q -o Dpkg::Use-Pty=0; }
+	status_answers() { inc /usr/sbin/hugecollapsed --status >/dev/null 2>&1; }
+	# A file list of the container's root file system and /run, for the purge.
+	files_now()
+	{
+		inc find / /run -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /root/debs \
+			-o -path /var/log/journal -o -path /run/systemd -o -path /run/udev \) -prune -o -print 2>/dev/null | sort -u
+	}
+	files_now >"$HC_TMP/files.before"
+
+	if capt install "/root/debs/${DEB1##*/}" >"$HC_TMP/apt1.log" 2>&1; then
+		hc_ok "apt install ./${DEB1##*/} (no network in the container: dependencies from the system)"
+	else
+		hc_not_ok "apt install ./${DEB1##*/}: $(tail -n5 "$HC_TMP/apt1.log")"
+	fi
+	assert_eq "the unit is enabled on install" "$(inc systemctl is-enabled hugecollapsed 2>&1)" enabled
+	if hc_wait_until 30 test "$(show ActiveState)" = active; then
+		hc_ok "and started: active"
+	else
+		hc_not_ok "and started: $(show ActiveState) $(inc journalctl -u hugecollapsed -o cat --no-pager | tail -n3)"
+	fi
+	if hc_wait_until 30 status_answers; then
+		hc_ok "hugecollapsed --status answers: $(inc /usr/sbin/hugecollapsed --status 2>&1 | head -n1)"
+	else
+		hc_not_ok "hugecollapsed --status answers: $(inc /usr/sbin/hugecollapsed --status 2>&1 | tail -n2)"
+	fi
+	assert_cmd "the examples are in /usr/share/doc/hugecollapsed/examples" \
+		inc test -f /usr/share/doc/hugecollapsed/examples/hugecollapsed.rules.yml
+	assert_eq "and not in /etc" "$(inc find /etc/hugecollapsed -type f | sort | tr '\n' ' ')" \
+		"/etc/hugecollapsed/hugecollapsed.conf "
+	assert_cmd "the drop-in directory is there" inc test -d /etc/hugecollapsed/hugecollapsed.conf.d
+
+	# What config management does: a changed main file and a policy file.
+	inc sed -i 's/^#scan_interval_ms = 1000$/scan_interval_ms = 700/' /etc/hugecollapsed/hugecollapsed.conf
+	inc sh -c 'printf "[cgroup]\npath = /system.slice\nweight = 150\n" >/etc/hugecollapsed/cgroup.d/fleet.conf'
+	assert_cmd "the configuration is changed" inc grep -qx 'scan_interval_ms = 700' /etc/hugecollapsed/hugecollapsed.conf
+	inc systemctl reload hugecollapsed
+	# A SIGHUP that finds a bad file (here sent directly, past ExecReload='s
+	# --check-config): systemctl status and the metrics say so until a good one.
+	METRICS=/run/hugecollapsed/metrics.prom
+	has_metric() { inc grep -qx "$1" "$METRICS"; }
+	inc sh -c "echo 'no_such_key = 1' >>/etc/hugecollapsed/hugecollapsed.conf"
+	inc kill -HUP "$(show MainPID)"
+	if hc_wait_until 15 has_metric 'hugecollapsed_last_reload_success 0'; then
+		hc_ok "a failed reload: hugecollapsed_last_reload_success 0 in the metrics"
+	else
+		hc_not_ok "a failed reload in the metrics: $(inc grep reload "$METRICS" 2>&1 | tr '\n' ' ')"
+	fi
+	assert_cmd "and hugecollapsed_reload_failures_total 1" has_metric 'hugecollapsed_reload_failures_total 1'
+	assert_cmd "and STATUS= says so (systemctl status)" grep -q 'RELOAD FAILED.*no_such_key' <<<"$(show StatusText)"
+	assert_eq "the daemon keeps running" "$(show ActiveState)" active
+	inc sed -i '/^no_such_key = 1$/d' /etc/hugecollapsed/hugecollapsed.conf
+	inc systemctl reload hugecollapsed
+	assert_cmd "a good reload: success 1 again" hc_wait_until 15 has_metric 'hugecollapsed_last_reload_success 1'
+	assert_cmd "and STATUS= is clean" not_grep 'RELOAD FAILED' <<<"$(show StatusText)"
+	pid1=$(show MainPID)
+	inv1=$(show InvocationID)
+
+	if capt install "/root/debs/${DEB2##*/}" >"$HC_TMP/apt2.log" 2>&1; then
+		hc_ok "upgrade: apt install ./${DEB2##*/}"
+	else
+		hc_not_ok "upgrade: apt install ./${DEB2##*/}: $(tail -n5 "$HC_TMP/apt2.log")"
+	fi
+	assert_cmd "no conffile prompt (the shipped file did not change)" \
+		not_grep "Configuration file '/etc/hugecollapsed" "$HC_TMP/apt2.log"
+	assert_eq "the package is $V2" "$(inc dpkg-query -W -f='${Version}' hugecollapsed)" "$V2"
+	assert_cmd "the changed main file survives" inc grep -qx 'scan_interval_ms = 700' /etc/hugecollapsed/hugecollapsed.conf
+	assert_cmd "the policy file survives" inc test -f /etc/hugecollapsed/cgroup.d/fleet.conf
+	hc_wait_until 30 test "$(show ActiveState)" = active
+	assert_eq "the daemon is active after the upgrade" "$(show ActiveState)" active
+	pid2=$(show MainPID)
+	if [[ $(show InvocationID) != "$inv1" && $pid2 != "$pid1" && $pid2 != 0 ]]; then
+		hc_ok "and was restarted (PID $pid1 -> $pid2)"
+	else
+		hc_not_ok "and was restarted: PID $pid1 -> $pid2, invocation $inv1 -> $(show InvocationID)"
+	fi
+	assert_eq "the running binary is the new one" "$(inc /usr/sbin/hugecollapsed --version)" "hugecollapsed $V2"
+	build_info_v2() { inc grep -qF "hugecollapsed_build_info{version=\"$V2\"} 1" /run/hugecollapsed/metrics.prom; }
+	assert_cmd "its metrics say $V2 (hugecollapsed_build_info)" hc_wait_until 30 build_info_v2
+	assert_eq "the restarts were clean (NRestarts)" "$(show NRestarts)" 0
+
+	# A bad configuration: exit status 78 (EX_CONFIG), and no restart loop
+	# (RestartPreventExitStatus=78; RestartSec=5s, so 8 s would show one).
+	CONF=/etc/hugecollapsed/hugecollapsed.conf
+	inc cp -p "$CONF" /root/conf.good
+	inc sh -c "echo 'no_such_key = 1' >>$CONF"
+	inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
+	assert_eq "--check-config on a bad file exits 78" "$?" 78
+	inc systemctl restart hugecollapsed 2>/dev/null
+	sleep 8
+	assert_eq "a bad configuration: the unit is failed" "$(show ActiveState)" failed
+	assert_eq "with exit status 78" "$(show ExecMainStatus)" 78
+	assert_eq "and not restarted (RestartPreventExitStatus=78)" "$(show NRestarts)" 0
+	inc mv /root/conf.good "$CONF"
+	inc mv "$CONF" /root/conf.moved
+	inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
+	assert_eq "--check-config without the default file exits 78" "$?" 78
+	inc mv /root/conf.moved "$CONF"
+	inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
+	assert_eq "and 0 with it back" "$?" 0
+	inc systemctl reset-failed hugecollapsed
+	inc systemctl start hugecollapsed
+	assert_eq "the daemon starts again" "$(show ActiveState)" active
+
+	# --autoremove: the libraries apt installed for it (libbpf1, libelf1) are
+	# not the package's files, and go with it as an admin's purge takes them.
+	if capt purge --autoremove hugecollapsed >"$HC_TMP/apt3.log" 2>&1; then
+		hc_ok "apt purge hugecollapsed"
+	else
+		hc_not_ok "apt purge hugecollapsed: $(tail -n5 "$HC_TMP/apt3.log")"
+	fi
+	assert_cmd "the unit is gone" not_grep -x active <(inc systemctl is-active hugecollapsed 2>&1)
+	files_now >"$HC_TMP/files.after"
+	left=$(comm -13 "$HC_TMP/files.before" "$HC_TMP/files.after" | grep -vE '^/var/(log|cache|lib/apt|lib/dpkg/(status|available|lock|triggers|diversions|statoverride))' |
+		grep -vxE '/var/lib/dpkg/(status|available|diversions|statoverride)-old|/etc/ld.so.cache')
+	assert_eq "purge leaves no file the package or its daemon made" "$(echo "$left" | grep . | tr '\n' ' ')" ""
+	assert_eq "nothing named hugecollapsed is left" \
+		"$(comm -13 "$HC_TMP/files.before" "$HC_TMP/files.after" | grep -i hugecollapsed | tr '\n' ' ')" ""
+	nspawn_poweroff
 }
-files_now >"$HC_TMP/files.before"
 
-if capt install "/root/debs/${DEB1##*/}" >"$HC_TMP/apt1.log" 2>&1; then
-	hc_ok "apt install ./${DEB1##*/} (no network in the container: dependencies from the system)"
+if nspawn_boot "$ROOT"; then
+	hc_ok "the container boots (PID 1 is $CONTAINER_PID on the host)"
+	container_life_cycle
 else
-	hc_not_ok "apt install ./${DEB1##*/}: $(tail -n5 "$HC_TMP/apt1.log")"
+	hc_not_ok "the container boots"
 fi
-assert_eq "the unit is enabled on install" "$(inc systemctl is-enabled hugecollapsed 2>&1)" enabled
-if hc_wait_until 30 test "$(show ActiveState)" = active; then
-	hc_ok "and started: active"
-else
-	hc_not_ok "and started: $(show ActiveState) $(inc journalctl -u hugecollapsed -o cat --no-pager | tail -n3)"
-fi
-if hc_wait_until 30 status_answers; then
-	hc_ok "hugecollapsed --status answers: $(inc /usr/sbin/hugecollapsed --status 2>&1 | head -n1)"
-else
-	hc_not_ok "hugecollapsed --status answers: $(inc /usr/sbin/hugecollapsed --status 2>&1 | tail -n2)"
-fi
-assert_cmd "the examples are in /usr/share/doc/hugecollapsed/examples" \
-	inc test -f /usr/share/doc/hugecollapsed/examples/hugecollapsed.rules.yml
-assert_eq "and not in /etc" "$(inc find /etc/hugecollapsed -type f | sort | tr '\n' ' ')" \
-	"/etc/hugecollapsed/hugecollapsed.conf "
-assert_cmd "the drop-in directory is there" inc test -d /etc/hugecollapsed/hugecollapsed.conf.d
-
-# What config management does: a changed main file and a policy file.
-inc sed -i 's/^#scan_interval_ms = 1000$/scan_interval_ms = 700/' /etc/hugecollapsed/hugecollapsed.conf
-inc sh -c 'printf "[cgroup]\npath = /system.slice\nweight = 150\n" >/etc/hugecollapsed/cgroup.d/fleet.conf'
-assert_cmd "the configuration is changed" inc grep -qx 'scan_interval_ms = 700' /etc/hugecollapsed/hugecollapsed.conf
-inc systemctl reload hugecollapsed
-# A SIGHUP that finds a bad file (here sent directly, past ExecReload='s
-# --check-config): systemctl status and the metrics say so until a good one.
-METRICS=/run/hugecollapsed/metrics.prom
-has_metric() { inc grep -qx "$1" "$METRICS"; }
-inc sh -c "echo 'no_such_key = 1' >>/etc/hugecollapsed/hugecollapsed.conf"
-inc kill -HUP "$(show MainPID)"
-if hc_wait_until 15 has_metric 'hugecollapsed_last_reload_success 0'; then
-	hc_ok "a failed reload: hugecollapsed_last_reload_success 0 in the metrics"
-else
-	hc_not_ok "a failed reload in the metrics: $(inc grep reload "$METRICS" 2>&1 | tr '\n' ' ')"
-fi
-assert_cmd "and hugecollapsed_reload_failures_total 1" has_metric 'hugecollapsed_reload_failures_total 1'
-assert_cmd "and STATUS= says so (systemctl status)" grep -q 'RELOAD FAILED.*no_such_key' <<<"$(show StatusText)"
-assert_eq "the daemon keeps running" "$(show ActiveState)" active
-inc sed -i '/^no_such_key = 1$/d' /etc/hugecollapsed/hugecollapsed.conf
-inc systemctl reload hugecollapsed
-assert_cmd "a good reload: success 1 again" hc_wait_until 15 has_metric 'hugecollapsed_last_reload_success 1'
-assert_cmd "and STATUS= is clean" not_grep 'RELOAD FAILED' <<<"$(show StatusText)"
-pid1=$(show MainPID)
-inv1=$(show InvocationID)
-
-if capt install "/root/debs/${DEB2##*/}" >"$HC_TMP/apt2.log" 2>&1; then
-	hc_ok "upgrade: apt install ./${DEB2##*/}"
-else
-	hc_not_ok "upgrade: apt install ./${DEB2##*/}: $(tail -n5 "$HC_TMP/apt2.log")"
-fi
-assert_cmd "no conffile prompt (the shipped file did not change)" \
-	not_grep "Configuration file '/etc/hugecollapsed" "$HC_TMP/apt2.log"
-assert_eq "the package is $V2" "$(inc dpkg-query -W -f='${Version}' hugecollapsed)" "$V2"
-assert_cmd "the changed main file survives" inc grep -qx 'scan_interval_ms = 700' /etc/hugecollapsed/hugecollapsed.conf
-assert_cmd "the policy file survives" inc test -f /etc/hugecollapsed/cgroup.d/fleet.conf
-hc_wait_until 30 test "$(show ActiveState)" = active
-assert_eq "the daemon is active after the upgrade" "$(show ActiveState)" active
-pid2=$(show MainPID)
-if [[ $(show InvocationID) != "$inv1" && $pid2 != "$pid1" && $pid2 != 0 ]]; then
-	hc_ok "and was restarted (PID $pid1 -> $pid2)"
-else
-	hc_not_ok "and was restarted: PID $pid1 -> $pid2, invocation $inv1 -> $(show InvocationID)"
-fi
-assert_eq "the running binary is the new one" "$(inc /usr/sbin/hugecollapsed --version)" "hugecollapsed $V2"
-build_info_v2() { inc grep -qF "hugecollapsed_build_info{version=\"$V2\"} 1" /run/hugecollapsed/metrics.prom; }
-assert_cmd "its metrics say $V2 (hugecollapsed_build_info)" hc_wait_until 30 build_info_v2
-assert_eq "the restarts were clean (NRestarts)" "$(show NRestarts)" 0
-
-# A bad configuration: exit status 78 (EX_CONFIG), and no restart loop
-# (RestartPreventExitStatus=78; RestartSec=5s, so 8 s would show one).
-CONF=/etc/hugecollapsed/hugecollapsed.conf
-inc cp -p "$CONF" /root/conf.good
-inc sh -c "echo 'no_such_key = 1' >>$CONF"
-inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
-assert_eq "--check-config on a bad file exits 78" "$?" 78
-inc systemctl restart hugecollapsed 2>/dev/null
-sleep 8
-assert_eq "a bad configuration: the unit is failed" "$(show ActiveState)" failed
-assert_eq "with exit status 78" "$(show ExecMainStatus)" 78
-assert_eq "and not restarted (RestartPreventExitStatus=78)" "$(show NRestarts)" 0
-inc mv /root/conf.good "$CONF"
-inc mv "$CONF" /root/conf.moved
-inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
-assert_eq "--check-config without the default file exits 78" "$?" 78
-inc mv /root/conf.moved "$CONF"
-inc /usr/sbin/hugecollapsed --check-config >/dev/null 2>&1
-assert_eq "and 0 with it back" "$?" 0
-inc systemctl reset-failed hugecollapsed
-inc systemctl start hugecollapsed
-assert_eq "the daemon starts again" "$(show ActiveState)" active
-
-# --autoremove: the libraries apt installed for it (libbpf1, libelf1) are
-# not the package's files, and go with it as an admin's purge takes them.
-if capt purge --autoremove hugecollapsed >"$HC_TMP/apt3.log" 2>&1; then
-	hc_ok "apt purge hugecollapsed"
-else
-	hc_not_ok "apt purge hugecollapsed: $(tail -n5 "$HC_TMP/apt3.log")"
-fi
-assert_cmd "the unit is gone" not_grep -x active <(inc systemctl is-active hugecollapsed 2>&1)
-files_now >"$HC_TMP/files.after"
-left=$(comm -13 "$HC_TMP/files.before" "$HC_TMP/files.after" | grep -vE '^/var/(log|cache|lib/apt|lib/dpkg/(status|available|lock|triggers|diversions|statoverride))' |
-	grep -vxE '/var/lib/dpkg/(status|available|diversions|statoverride)-old|/etc/ld.so.cache')
-assert_eq "purge leaves no file the package or its daemon made" "$(echo "$left" | grep . | tr '\n' ' ')" ""
-assert_eq "nothing named hugecollapsed is left" \
-	"$(comm -13 "$HC_TMP/files.before" "$HC_TMP/files.after" | grep -i hugecollapsed | tr '\n' ' ')" ""
-nspawn_poweroff
 
 # --- 3. the knobs, on this host --------------------------------------------
 if dpkg-query -W -f='${Status}' hugecollapsed 2>/dev/null | grep -q installed; then

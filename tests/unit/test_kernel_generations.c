@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include <cmocka.h>
 
@@ -305,33 +304,13 @@ static void test_refuse(void **state)
 			    "process_madvise(2) needs Linux 5.10 and MADV_COLLAPSE Linux 6.1 or later (this is 5.4.0)");
 }
 
-/* The real probes on this kernel agree with its release: everything from
- * 6.18 on is there (asserted only where the release says so). */
-static void test_real_probes(void **state)
-{
-	(void)state;
-	struct utsname u;
-	unsigned major = 0, minor = 0;
-
-	assert_int_equal(uname(&u), 0);
-	assert_int_equal(sscanf(u.release, "%u.%u", &major, &minor), 2);
-	for (int w = KPROBE_PROCESS_MADVISE; w <= KPROBE_EXCEPT_ADVISED; w++) {
-		int r = kernel_probe_real((enum kernel_probe_what)w, NULL);
-
-		assert_true(r == 0 || r == 1);
-		if (major > 6 || (major == 6 && minor >= 18))
-			assert_int_equal(r, 1);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_6_1),         cmocka_unit_test(test_6_1_prctl_disabled),
-	    cmocka_unit_test(test_6_8),         cmocka_unit_test(test_6_8_shmem_top_level),
-	    cmocka_unit_test(test_6_12),        cmocka_unit_test(test_6_18),
-	    cmocka_unit_test(test_7_2_mthp),    cmocka_unit_test(test_refuse),
-	    cmocka_unit_test(test_real_probes),
+	    cmocka_unit_test(test_6_1),      cmocka_unit_test(test_6_1_prctl_disabled),
+	    cmocka_unit_test(test_6_8),      cmocka_unit_test(test_6_8_shmem_top_level),
+	    cmocka_unit_test(test_6_12),     cmocka_unit_test(test_6_18),
+	    cmocka_unit_test(test_7_2_mthp), cmocka_unit_test(test_refuse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,10 +137,30 @@ static void test_prctl_semantics(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The real probes on this kernel agree with its release: everything from
+ * 6.18 on is there (asserted only where the release says so). */
+static void test_real_probes(void **state)
+{
+	(void)state;
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	assert_int_equal(uname(&u), 0);
+	assert_int_equal(sscanf(u.release, "%u.%u", &major, &minor), 2);
+	for (int w = KPROBE_PROCESS_MADVISE; w <= KPROBE_EXCEPT_ADVISED; w++) {
+		int r = kernel_probe_real((enum kernel_probe_what)w, NULL);
+
+		assert_true(r == 0 || r == 1);
+		if (major > 6 || (major == 6 && minor >= 18))
+			assert_int_equal(r, 1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prctl_semantics),
+	    cmocka_unit_test(test_real_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

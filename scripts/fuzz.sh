@@ -6,6 +6,7 @@
 # input that runs over 10 s (-timeout) fails the run; the input that did it
 # is kept in $FUZZ_BUILD_DIR/artifacts/<target>/ and the script exits 1.
 # New inputs go to $FUZZ_BUILD_DIR/corpus/<target>/, never into the repo.
+# FUZZ_JOBS targets (default: the online CPUs) run at a time.
 # Usage: scripts/fuzz.sh [target...]   (default: all; e.g. "smaps config")
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,8 +24,12 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-failed=()
-for t in "${targets[@]}"; do
+parallel=${FUZZ_JOBS:-$(nproc)}
+
+# run_one TARGET: fuzzes it; its verdict goes to $FUZZ_BUILD_DIR/fuzz_TARGET.rc.
+run_one()
+{
+	local t=$1 bin corpus artifacts log start runs
 	bin=$FUZZ_BUILD_DIR/fuzz_$t
 	corpus=$FUZZ_BUILD_DIR/corpus/$t
 	artifacts=$FUZZ_BUILD_DIR/artifacts/$t
@@ -37,11 +42,27 @@ for t in "${targets[@]}"; do
 	if "$bin" "${opts[@]}" "$corpus" "$src/fuzz/corpus/$t" >"$log" 2>&1; then
 		runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log")
 		echo "fuzz: $t: ok, ${runs:-?} runs in $((SECONDS - start)) s"
+		echo 0 >"$FUZZ_BUILD_DIR/fuzz_$t.rc"
 	else
-		echo "fuzz: $t: FAILED (log $log, input in $artifacts/):"
-		grep -E 'ERROR|runtime error|SUMMARY|Test unit written' "$log" | head -n 20 | sed 's/^/  /'
-		failed+=("$t")
+		{
+			echo "fuzz: $t: FAILED (log $log, input in $artifacts/):"
+			grep -E 'ERROR|runtime error|SUMMARY|Test unit written' "$log" | head -n 20 | sed 's/^/  /'
+		}
+		echo 1 >"$FUZZ_BUILD_DIR/fuzz_$t.rc"
 	fi
+}
+
+for t in "${targets[@]}"; do
+	rm -f "$FUZZ_BUILD_DIR/fuzz_$t.rc"
+	while (($(jobs -rp | wc -l) >= parallel)); do
+		wait -n || true
+	done
+	run_one "$t" &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+	[[ $(cat "$FUZZ_BUILD_DIR/fuzz_$t.rc" 2>/dev/null) == 0 ]] || failed+=("$t")
 done
 if ((${#failed[@]})); then
 	echo "fuzz: failed: ${failed[*]}"

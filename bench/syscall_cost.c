@@ -72,15 +72,17 @@ int main(int argc, char **argv)
 		con[r] = ns_per_cold(page, calls / 10);
 		cold_watch_drain(&w);
 		cold_watch_close(&w);
-		printf("round %d: getppid %.1f ns off, %.1f ns on (%+.1f); madvise(MADV_COLD) %.1f ns off, %.1f ns on\n",
-		       r, off[r], on[r], on[r] - off[r], coff[r], con[r]);
+		printf(
+		    "round %d: getppid %.1f ns off, %.1f ns on (%+.1f); madvise(MADV_COLD) %.1f ns off, %.1f ns on\n",
+		    r, off[r], on[r], on[r] - off[r], coff[r], con[r]);
 	}
 	qsort(off, (size_t)rounds, sizeof(double), cmp);
 	qsort(on, (size_t)rounds, sizeof(double), cmp);
 	qsort(coff, (size_t)rounds, sizeof(double), cmp);
 	qsort(con, (size_t)rounds, sizeof(double), cmp);
-	printf("median: getppid %.1f ns off (%.1f-%.1f), %.1f ns on (%.1f-%.1f); madvise(MADV_COLD) %.1f off, %.1f on\n",
-	       off[rounds / 2], off[0], off[rounds - 1], on[rounds / 2], on[0], on[rounds - 1], coff[rounds / 2],
-	       con[rounds / 2]);
+	printf(
+	    "median: getppid %.1f ns off (%.1f-%.1f), %.1f ns on (%.1f-%.1f); madvise(MADV_COLD) %.1f off, %.1f on\n",
+	    off[rounds / 2], off[0], off[rounds - 1], on[rounds / 2], on[0], on[rounds - 1], coff[rounds / 2],
+	    con[rounds / 2]);
 	return 0;
 }

@@ -116,9 +116,9 @@ enum role {
 	PARTCOLD
 };
 
-static const char *const role_names[] = {"hot",    "cold",    "lazyfree", "sparse",  "huge",
-					 "shmem",  "nohuge",  "thpoff",   "idle",    "churn",
-					 "matrix", "lazymix", "manyvmas", "partial", "reserve", "partcold"};
+static const char *const role_names[] = {"hot",      "cold",    "lazyfree", "sparse",  "huge",   "shmem",
+					 "nohuge",   "thpoff",  "idle",     "churn",   "matrix", "lazymix",
+					 "manyvmas", "partial", "reserve",  "partcold"};
 
 #ifndef PR_THP_DISABLE_EXCEPT_ADVISED
 #define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* include/uapi/linux/prctl.h, Linux 6.18 */
@@ -436,7 +436,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hc_workload --role "
-		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve|partcold "
+		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve|"
+		"partcold "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
 		"[--file PATH] [--launch completely|except]\n");
 	exit(2);

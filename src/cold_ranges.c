@@ -147,6 +147,44 @@ int cold_ranges_add(struct cold_ranges *t, pid_t pid, uint64_t start, uint64_t l
 	return 0;
 }
 
+int cold_ranges_whole_all(struct cold_ranges *t, pid_t (*get)(const void *ctx, size_t i), const void *ctx, size_t n)
+{
+	size_t cap = t->n + n, k = 0, i = 0, j = 0;
+	struct cold_range *v;
+
+	if (cap == 0)
+		return 0;
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->gen++;
+	while (i < t->n || j < n) {
+		pid_t p = j < n ? get(ctx, j) : 0;
+
+		if (j < n && p <= 0) { /* an empty slot */
+			j++;
+			continue;
+		}
+		if (j < n && (i >= t->n || p <= t->v[i].pid)) {
+			struct cold_range w = {.pid = p, .gen = t->gen, .start = 0, .end = COLD_WHOLE};
+
+			for (; i < t->n && t->v[i].pid == p; i++) /* replaced */
+				w.start_ticks = t->v[i].start_ticks;
+			if (!k || v[k - 1].pid != p) /* a repeated pid: one entry */
+				v[k++] = w;
+			j++;
+			t->wholes++;
+		} else {
+			v[k++] = t->v[i++];
+		}
+	}
+	free(t->v);
+	t->v = v;
+	t->n = k;
+	t->cap = cap;
+	return 0;
+}
+
 void cold_ranges_forget(struct cold_ranges *t, pid_t pid)
 {
 	size_t lo = lower(t, pid);

@@ -57,6 +57,11 @@ int cold_ranges_add(struct cold_ranges *t, pid_t pid, uint64_t start, uint64_t l
  * -ENOMEM. */
 int cold_ranges_whole(struct cold_ranges *t, pid_t pid);
 
+/* cold_ranges_whole() for every pid of get(ctx, 0..n), which must come in
+ * increasing order, in one merge: O(entries + n). 0 or -ENOMEM (then
+ * nothing changed). */
+int cold_ranges_whole_all(struct cold_ranges *t, pid_t (*get)(const void *ctx, size_t i), const void *ctx, size_t n);
+
 /* Forgets pid's ranges (exit, exec, a recycled PID). */
 void cold_ranges_forget(struct cold_ranges *t, pid_t pid);
 

@@ -182,6 +182,11 @@ int engine_cold_open(struct engine *e, char *why, size_t whylen)
 	return cold_watch_open(&e->cold, e->proc_root, why, whylen);
 }
 
+static pid_t st_pid(const void *ctx, size_t i)
+{
+	return ((const struct proc_state *)ctx)[i].pid;
+}
+
 void engine_cold_drain(struct engine *e)
 {
 	if (!cold_watch_active(&e->cold) || !cold_watch_drain(&e->cold))
@@ -190,9 +195,8 @@ void engine_cold_drain(struct engine *e)
 	if (e->cold.losses == 1) /* once: a flood would repeat it every pass */
 		log_warn("MADV_COLD/MADV_PAGEOUT records lost (or a process_madvise target unknown): every process "
 			 "counts as cold until its VMAs show their pages referenced");
-	for (size_t i = 0; i < e->nst; i++)
-		if (e->st[i].pid && cold_ranges_whole(&e->cold.ranges, e->st[i].pid) < 0)
-			break;
+	if (cold_ranges_whole_all(&e->cold.ranges, st_pid, e->st, e->nst) < 0)
+		log_warn("no memory to mark every process cold after lost MADV_COLD records");
 }
 
 /* After a sample: ranges follow their process (bound to its start time, so

@@ -45,8 +45,12 @@ hc_daemon_start "$CONF" || {
 assert_cmd "daemon observes MADV_COLD/MADV_PAGEOUT ranges" \
 	grep -q 'MADV_COLD/MADV_PAGEOUT ranges: observed by syscall tracepoints' "$HC_DAEMON_LOG"
 
-start_workload partcold "$MB" pc || exit 1
-hc_cgroup_add pc "${WL_PID[pc]}" || exit 1
+# Started inside its cgroup: the daemon, already running, must find it
+# under its rule at its first look, as it gives the advice during set-up.
+printf '#!/bin/sh\necho $$ >"%s/cgroup.procs" && exec "%s" "$@"\n' "${CG_DIR[pc]}" "$HC_WORKLOAD" >"$HC_TMP/in_cgroup.sh"
+chmod 0755 "$HC_TMP/in_cgroup.sh"
+HC_WORKLOAD=$HC_TMP/in_cgroup.sh start_workload partcold "$MB" pc || exit 1
+assert_eq "workload in its cgroup" "$(awk -F: '$1 == 0 {print $3}' "/proc/${WL_PID[pc]}/cgroup")" "${CG_PATH[pc]}"
 hc_log "Referenced $(wl_field pc Referenced) kB of Rss $(wl_field pc Rss) kB"
 
 # The hot blocks are collapsed...

@@ -139,6 +139,38 @@ static void test_whole_forget_bind(void **state)
 	cold_ranges_free(&t);
 }
 
+static pid_t pid_at(const void *ctx, size_t i)
+{
+	return ((const pid_t *)ctx)[i];
+}
+
+/* After lost records: every known process whole, in one merge; others keep
+ * their ranges. */
+static void test_whole_all(void **state)
+{
+	struct cold_ranges t = {0};
+	const pid_t pids[] = {3, 5, 5, 9};
+
+	(void)state;
+	assert_int_equal(cold_ranges_add(&t, 1, 0, 4096), 0);
+	assert_int_equal(cold_ranges_add(&t, 5, 0, 4096), 0);
+	assert_int_equal(cold_ranges_add(&t, 5, 8 * MB, 4096), 0);
+	cold_ranges_bind(&t, 5, 77);
+	assert_int_equal(cold_ranges_add(&t, 7, 0, 4096), 0);
+	assert_int_equal(cold_ranges_whole_all(&t, pid_at, pids, 4), 0);
+	assert_int_equal(t.n, 5); /* 1, 3, 5, 7, 9 */
+	assert_int_equal(t.v[0].pid, 1);
+	assert_int_equal(t.v[0].end, 0x1000);
+	assert_int_equal(t.v[2].pid, 5);
+	assert_int_equal(t.v[2].end, COLD_WHOLE);
+	assert_int_equal(t.v[2].start_ticks, 77);
+	assert_int_equal(t.v[3].pid, 7);
+	assert_int_equal(t.v[3].end, 0x1000);
+	assert_int_equal(cold_ranges_overlap(&t, 9, 0x7f0000000000, 2 * MB, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&t, 3, 0, 2 * MB, 0), 512);
+	cold_ranges_free(&t);
+}
+
 /* Ranges over VMAs with unreferenced pages stay; those over none (warm or
  * unmapped memory) go. */
 static void test_settle(void **state)
@@ -344,6 +376,7 @@ int main(void)
 	    cmocka_unit_test(test_per_process_bound_merges),
 	    cmocka_unit_test(test_global_bound_makes_whole),
 	    cmocka_unit_test(test_whole_forget_bind),
+	    cmocka_unit_test(test_whole_all),
 	    cmocka_unit_test(test_settle),
 	    cmocka_unit_test(test_block_warm),
 	    cmocka_unit_test(test_parse_format),

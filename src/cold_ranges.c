@@ -47,6 +47,8 @@ static int splice(struct cold_ranges *t, size_t lo, size_t hi, const struct cold
 
 	if (n > old && GROW(t->v, t->cap, t->n + n - old) < 0)
 		return -ENOMEM;
+	if (!t->v) /* nothing held and nothing to add */
+		return 0;
 	if (t->n > hi)
 		memmove(&t->v[lo + n], &t->v[hi], (t->n - hi) * sizeof(*t->v));
 	if (n)
@@ -65,7 +67,7 @@ int cold_ranges_whole(struct cold_ranges *t, pid_t pid)
 	size_t lo = lower(t, pid), hi = upper(t, lo, pid);
 	struct cold_range w = {.pid = pid, .gen = ++t->gen, .start = 0, .end = COLD_WHOLE};
 
-	if (hi > lo)
+	if (t->v && hi > lo)
 		w.start_ticks = t->v[lo].start_ticks;
 	t->wholes++;
 	return splice(t, lo, hi, &w, 1);
@@ -85,7 +87,7 @@ int cold_ranges_add(struct cold_ranges *t, pid_t pid, uint64_t start, uint64_t l
 		: (start + len + PAGE_MASK_4K) & ~PAGE_MASK_4K;
 	lo = lower(t, pid);
 	hi = upper(t, lo, pid);
-	if (hi > lo && is_whole(&t->v[lo])) {
+	if (t->v && hi > lo && is_whole(&t->v[lo])) {
 		t->v[lo].gen = ++t->gen;
 		return 0;
 	}
@@ -135,7 +137,7 @@ int cold_ranges_add(struct cold_ranges *t, pid_t pid, uint64_t start, uint64_t l
 	if (n > hi - lo && t->n + n - (hi - lo) > COLD_MAX)
 		return cold_ranges_whole(t, pid);
 	if (splice(t, lo, hi, r, n) < 0) {
-		if (hi == lo)
+		if (hi == lo || !t->v)
 			return -ENOMEM;
 		/* In place: no memory needed. */
 		struct cold_range w = {

@@ -21,6 +21,18 @@
 
 #define FORMAT_MAX 8192
 
+/* The decimal after key in s, up to the next ';'. 0 or -EINVAL. */
+static int number_after(const char *s, const char *key, uint64_t *v)
+{
+	const char *p = strstr(s, key), *end;
+
+	if (!p)
+		return -EINVAL;
+	p += strlen(key);
+	end = strchr(p, ';');
+	return end ? parse_dec_u64(p, (size_t)(end - p), v) : -EINVAL;
+}
+
 int parse_trace_format_buf(const char *buf, size_t len, const char *const *names, size_t n, struct trace_fields *out)
 {
 	bool found[3] = {false, false, false}, have_id = false;
@@ -35,28 +47,29 @@ int parse_trace_format_buf(const char *buf, size_t len, const char *const *names
 		size_t ll = (size_t)(le - p);
 
 		if (ll < sizeof(line)) {
-			unsigned long long id;
 			char *f, *semi, *name;
-			unsigned off, size;
+			uint64_t id, off, size;
 
 			memcpy(line, p, ll);
 			line[ll] = '\0';
 			/* "ID: 640" */
-			if (sscanf(line, "ID: %llu", &id) == 1 && id <= UINT32_MAX) {
+			if (!strncmp(line, "ID: ", 4) && parse_dec_u64(line + 4, strlen(line + 4), &id) == 0 &&
+			    id <= UINT32_MAX) {
 				out->id = (uint32_t)id;
 				have_id = true;
 			}
 			/* "\tfield:unsigned long start;\toffset:16;\tsize:8;\tsigned:0;" */
 			f = strstr(line, "field:");
 			semi = f ? strchr(f, ';') : NULL;
-			if (semi && sscanf(semi + 1, " offset:%u; size:%u;", &off, &size) == 2) {
+			if (semi && number_after(semi + 1, "offset:", &off) == 0 &&
+			    number_after(semi + 1, "size:", &size) == 0 && off < 4096 && size <= 8) {
 				*semi = '\0';
 				name = strrchr(f, ' ');
 				name = name ? name + 1 : f + 6;
 				for (size_t i = 0; i < n; i++)
 					if (!strcmp(name, names[i])) {
-						out->off[i] = off;
-						out->size[i] = size;
+						out->off[i] = (uint32_t)off;
+						out->size[i] = (uint32_t)size;
 						found[i] = true;
 					}
 			}
@@ -324,7 +337,7 @@ static int open_event(const struct trace_fields *tf, int cpu, int group)
 
 void cold_watch_close(struct cold_watch *w)
 {
-	for (int i = 0; i < w->ncpu; i++) {
+	for (int i = 0; w->page && w->fd && w->fd2 && i < w->ncpu; i++) {
 		munmap(w->page[i], w->map_len);
 		close(w->fd2[i]);
 		close(w->fd[i]);

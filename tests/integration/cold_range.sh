@@ -31,8 +31,11 @@ BLOCK=$((2 << 20))
 hc_cgroup_create pc || exit 1
 CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
-hc_write_config "$CONF" "scan_interval_ms = 500
-metrics_file = $METRICS" ""
+mkdir -p "$HC_TMP/conf/cgroup.d"
+chmod 0755 "$HC_TMP/conf" "$HC_TMP/conf/cgroup.d"
+printf '[daemon]\nscan_interval_ms = 500\nmetrics_file = %s\nstate_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
+	"$METRICS" "$HC_TMP/conf/run/khugepaged.state" "$HC_TMP/conf/cgroup.d" >"$CONF"
+chmod 0644 "$CONF"
 hc_write_rule "$CONF" pc ""
 
 # The workload opts in with MADV_HUGEPAGE: keep khugepaged out of it.

@@ -41,6 +41,7 @@ struct block_memo {
 	uint32_t vma_tag;       /* identity of its VMA at the scan (rescan.c) */
 	uint8_t lazy_sampled;   /* block_counts.lazy_sampled at its scan */
 	bool anon;              /* in an anonymous VMA */
+	uint64_t cold_gen;      /* cold_ranges.gen at its scan: newer ranges are the re-check's */
 };
 
 const struct addr_entry *addr_set_find(const struct addr_set *set, uint64_t addr);

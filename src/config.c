@@ -81,6 +81,7 @@ static const struct key_def keys[] = {
     DAEMON_KEY(pressure_some_pct, K_UINT, 0, 100),
     DAEMON_KEY(pressure_full_pct, K_UINT, 0, 100),
     DAEMON_KEY(pressure_free_margin_mb, K_UINT, 0, 65536),
+    DAEMON_KEY(cold_watch, K_BOOL, 0, 0),
     POLICY_KEY("enable", enable, K_BOOL, 0, 0),
     POLICY_KEY("weight", weight, K_UINT, 1, 10000),
     POLICY_KEY("budget_mb_per_s", budget_mb_per_s, K_UINT, 1, 100000),
@@ -688,6 +689,7 @@ static int defaults_into(struct config *c)
 	c->pressure_some_pct = 10;
 	c->pressure_full_pct = 2;
 	c->pressure_free_margin_mb = 64;
+	c->cold_watch = true;
 	c->defaults = policy_default;
 	c->metrics_file = config_default_metrics_file(config_textfile_dir);
 	c->state_file = strdup(CONFIG_DEFAULT_STATE);

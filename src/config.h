@@ -66,6 +66,9 @@ struct config {
 	unsigned pressure_some_pct;       /* 10, 0..100: PSI memory some avg10; 0 = not checked */
 	unsigned pressure_full_pct;       /* 2, 0..100: PSI memory full avg10; 0 = not checked */
 	unsigned pressure_free_margin_mb; /* 64, 0..65536: above the zones' high watermarks */
+	/* cold_watch = yes: observe MADV_COLD/MADV_PAGEOUT ranges by syscall
+	 * tracepoints (cold_watch.h); no: coldness per VMA only */
+	bool cold_watch;
 	/* [collapse] */
 	struct policy defaults;
 	/* the *.conf files in cgroup_dir, sorted by path */

@@ -119,8 +119,13 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 		cc->err = err;
 		return err;
 	}
+	/* Advice since the scan: MADV_COLD/MADV_PAGEOUT given after it. */
+	engine_cold_drain(cc->e);
 	for (size_t k = 0; k < n; k++) {
-		if (result[k] != SCAN_CANDIDATE)
+		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
+
+		if (result[k] != SCAN_CANDIDATE ||
+		    (m && cold_ranges_overlap(&cc->e->cold.ranges, s->pid, addrs[k], HPAGE_SIZE, m->cold_gen)))
 			ok[k] = false;
 		cc->stale += !ok[k];
 	}

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,51 @@ int engine_prctl_open(struct engine *e)
 	return 0;
 }
 
+int engine_cold_open(struct engine *e, char *why, size_t whylen)
+{
+	cold_watch_close(&e->cold);
+	return cold_watch_open(&e->cold, e->proc_root, why, whylen);
+}
+
+static pid_t st_pid(const void *ctx, size_t i)
+{
+	return ((const struct proc_state *)ctx)[i].pid;
+}
+
+void engine_cold_drain(struct engine *e)
+{
+	if (!cold_watch_active(&e->cold) || !cold_watch_drain(&e->cold))
+		return;
+	/* Someone's advice was not recorded: fail toward not collapsing. */
+	if (e->cold.losses == 1) /* once: a flood would repeat it every pass */
+		log_warn("MADV_COLD/MADV_PAGEOUT records lost (or a process_madvise target unknown): every process "
+			 "counts as cold until its VMAs show their pages referenced");
+	if (cold_ranges_whole_all(&e->cold.ranges, st_pid, e->st, e->nst) < 0)
+		log_warn("no memory to mark every process cold after lost MADV_COLD records");
+}
+
+/* After a sample: ranges follow their process (bound to its start time, so
+ * a recycled PID starts clean) and go with it. A PID not in the table yet
+ * may be a newcomer the sample did not list: kept while it exists. */
+static void cold_ranges_follow(struct engine *e)
+{
+	struct cold_ranges *t = &e->cold.ranges;
+
+	for (size_t i = 0; i < t->n;) {
+		pid_t pid = t->v[i].pid;
+		const struct proc_state *s = proc_state_find(e->st, e->nst, pid);
+		size_t j = i;
+
+		if (s)
+			cold_ranges_bind(t, pid, s->start_ticks);
+		else if (t->v[i].start_ticks || (kill(pid, 0) < 0 && errno == ESRCH))
+			cold_ranges_forget(t, pid);
+		while (j < t->n && t->v[j].pid == pid)
+			j++;
+		i = j;
+	}
+}
+
 void engine_free(struct engine *e)
 {
 	for (size_t i = 0; i < e->nst; i++)
@@ -201,6 +247,7 @@ void engine_free(struct engine *e)
 	range_scanner_free(&e->scanner);
 	prctl_iter_close(e->prctl_iter);
 	fault_doorbell_close(&e->doorbell);
+	cold_watch_close(&e->cold);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
 	tmpfs_mounts_close(&e->tmpfs);
@@ -340,7 +387,8 @@ static bool pass_can_idle(struct engine *e, double now)
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
 	if (sampling || e->pending || e->resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
-	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell))
+	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell) ||
+	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at))
 		return false;
 	/* Remembered: a move asks for a full sample. */
 	if (mapped_watch_moved(&e->mapped, now))
@@ -358,6 +406,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 
 	memset(ps, 0, sizeof(*ps));
 	t0 = e->now();
+	/* Before the sample: a PID the rings name existed by then. */
+	engine_cold_drain(e);
 	if (o->allow_idle && pass_can_idle(e, t0)) {
 		ps->idle = true;
 		ps->scan_s = e->now() - t0;
@@ -370,6 +420,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	r = engine_sample_pass(e, o, ps);
 	if (r < 0)
 		return r;
+	cold_ranges_follow(e);
 	now = e->sample_time;
 	e->scanner.stats = (struct range_scan_stats){0};
 	/* The lazy-free probe changes memory: never in a dry run. */
@@ -421,7 +472,13 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	e->last_full_pass = now;
 	e->pending = 0;
 	e->partial_scans = 0;
+	e->cold.recheck_at = 0;
 	for (size_t i = 0; i < e->nst; i++) {
+		const struct proc_state *s = &e->st[i];
+
+		if (s->results[SCAN_LACK_REFERENCED_PAGE] &&
+		    (!e->cold.recheck_at || s->last_scan + COLD_RECHECK_S < e->cold.recheck_at))
+			e->cold.recheck_at = s->last_scan + COLD_RECHECK_S;
 		if (e->st[i].policy && e->st[i].policy->enable && pid_filter_match(&f, e->st[i].pid)) {
 			e->pending += e->st[i].nblocks;
 			ps->procs_backing_off += e->st[i].nblocks && now < e->st[i].backoff_until;

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "budget.h"
+#include "cold_watch.h"
 #include "collapse.h"
 #include "config.h"
 #include "fault_doorbell.h"
@@ -188,6 +189,12 @@ struct engine {
 	struct mem_pressure pressure; /* host memory pressure: collapsing waits while it lasts */
 	/* The check (mem_pressure_check() by default); injectable. */
 	enum mem_pressure_sign (*pressure_check)(struct engine *e, double now);
+	/* MADV_COLD/MADV_PAGEOUT ranges (cold_watch.h): drained before each
+	 * pass and each call; a block inside one is not a candidate until its
+	 * VMA shows it referenced again (SCAN_LACK_REFERENCED_PAGE). Without
+	 * the events (not opened: --once, cold_watch = no, no tracefs or
+	 * perf) the ranges stay empty and only the per-VMA rule judges. */
+	struct cold_watch cold;
 	struct histogram block_hist; /* seconds per block: each call's time over its blocks */
 	struct histogram pass_hist;  /* seconds per pass */
 	double (*now)(void);         /* monotonic seconds; injectable */
@@ -202,6 +209,12 @@ struct prctl_iter;
 /* Loads the BPF prctl iterator (prctl_iter.h) and sets e->prctl_exact to
  * it. 0, or -errno (the engine keeps inferring; the caller says so). */
 int engine_prctl_open(struct engine *e);
+/* Opens the MADV_COLD/MADV_PAGEOUT observer (cold_watch.h). 0, or -errno
+ * with why filled (the per-VMA rule alone then). */
+int engine_cold_open(struct engine *e, char *why, size_t whylen);
+/* Drains the observer into e->cold.ranges; after lost records every known
+ * process counts as cold in its whole address space. (engine.c) */
+void engine_cold_drain(struct engine *e);
 void engine_free(struct engine *e);
 void engine_set_config(struct engine *e, const struct config *cfg);
 

@@ -124,6 +124,12 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 	for (int i = 0; i < COLLAPSE_NR_OUTCOMES; i++)
 		fprintf(f, " %s %llu", collapse_outcome_name(i), (unsigned long long)ps->outcomes[i]);
 	fputc('\n', f);
+	/* A run sees no advice given before it (cold_watch.h). */
+	if (!cold_watch_active(&e->cold))
+		fprintf(
+		    f,
+		    "coldness: per VMA only (min_referenced_pct); a MADV_COLD or MADV_PAGEOUT range inside a hot VMA "
+		    "is told apart only by the daemon, for calls made after it started\n");
 }
 
 static void json_results(FILE *f, const uint64_t *results)

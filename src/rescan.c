@@ -45,7 +45,8 @@ struct scan_ctx {
 	uint64_t *results;
 	unsigned referenced_pct;
 	uint32_t vma_tag;
-	bool anon; /* the VMA's kind, for the re-check before collapse */
+	bool anon;             /* the VMA's kind, for the re-check before collapse */
+	uint64_t unreferenced; /* the VMA's Rss - Referenced, in pages (cold_ranges.h) */
 	double now;
 	int err;
 };
@@ -70,6 +71,17 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 		addr_set_remove(&s->refused, addr);
 	if (addr_set_has(&s->given_up, addr))
 		return;
+	/* Inside a MADV_COLD/MADV_PAGEOUT range: khugepaged wants a referenced
+	 * page, which only the VMA's count can prove. */
+	{
+		uint64_t cold = cold_ranges_overlap(&x->e->cold.ranges, s->pid, addr, HPAGE_SIZE, 0);
+
+		if (cold && !cold_block_warm(x->unreferenced, c->present, cold)) {
+			x->results[SCAN_CANDIDATE]--;
+			x->results[SCAN_LACK_REFERENCED_PAGE]++;
+			return;
+		}
+	}
 	if (GROW(s->blocks, s->capblocks, s->nblocks + 1) < 0) {
 		x->err = -ENOMEM;
 		return;
@@ -84,6 +96,33 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->vma_tag = x->vma_tag;
 	m->lazy_sampled = c->lazy_sampled;
 	m->anon = x->anon;
+	m->cold_gen = x->e->cold.ranges.gen;
+}
+
+/* After a whole scan: a range over no VMA holding unreferenced pages lies
+ * in memory whose every resident page was referenced since, or in none
+ * (unmapped): it is forgotten. Past COLD_SETTLE_VMAS such VMAs every range
+ * is kept (toward not collapsing). */
+#define COLD_SETTLE_VMAS 256
+
+static void settle_cold(struct engine *e, const struct proc_state *s)
+{
+	uint64_t vs[COLD_SETTLE_VMAS], ve[COLD_SETTLE_VMAS];
+	bool warm[COLD_SETTLE_VMAS];
+	size_t n = 0;
+
+	if (!cold_ranges_has(&e->cold.ranges, s->pid))
+		return;
+	for (size_t i = 0; i < e->vmas.n; i++) {
+		const struct vma *v = &e->vmas.v[i];
+
+		if (v->referenced_kb >= v->rss_kb)
+			continue;
+		if (n == COLD_SETTLE_VMAS)
+			return;
+		vs[n] = v->start, ve[n] = v->end, warm[n] = false, n++;
+	}
+	cold_ranges_settle(&e->cold.ranges, s->pid, vs, ve, warm, n);
 }
 
 /* The pass's time is up (max_seconds after it began), or it is
@@ -292,6 +331,7 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		ctx.referenced_pct = vma_referenced_pct(v);
 		ctx.vma_tag = vma_tag(v);
 		ctx.anon = v->kind == VMA_ANON;
+		ctx.unreferenced = v->rss_kb > v->referenced_kb ? (v->rss_kb - v->referenced_kb) / 4 : 0;
 		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
 					&ctx);
 		if (ctx.err)
@@ -303,6 +343,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	e->scanner.stop = NULL;
 	if (s->scan_cursor) /* stopped: the rest of the old list waits for the next visit */
 		keep_old_from(e, s, s->scan_cursor);
+	else if (r >= 0)
+		settle_cold(e, s);
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		ps->results[i] += s->results[i] - before[i];
 	if (r >= 0 || r == -ETIMEDOUT || r == -EINPROGRESS)
@@ -424,6 +466,10 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
 	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
 	bool resuming = s->scan_cursor != 0;
+	/* Re-touching a MADV_COLD range changes no counter (the pages are
+	 * present): a process whose last scan held blocks back for it is read
+	 * again every COLD_RECHECK_S to see whether they are warm. */
+	bool cold_due = s->results[SCAN_LACK_REFERENCED_PAGE] && now - s->last_scan >= COLD_RECHECK_S;
 	bool closed = changed && rescan_closed(e, s, maps_changed, now);
 	uint64_t refused_kb = s->refused_kb;
 	char path[PATH_MAX];
@@ -438,8 +484,8 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 		ps->procs_unchanged++;
 		return 0;
 	}
-	if ((!changed || closed) && !due && !recheck && !sample_due && !force && !resuming && !o->unlimited &&
-	    (s->policy || s->cgroup_unknown)) {
+	if ((!changed || closed) && !due && !recheck && !sample_due && !cold_due && !force && !resuming &&
+	    !o->unlimited && (s->policy || s->cgroup_unknown)) {
 		ps->procs_unchanged++;
 		return 0;
 	}
@@ -471,7 +517,13 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	r = read_proc_thp_enabled(dirfd);
 	s->thp_enabled = r != 0; /* unknown (error) counts as enabled */
 	/* Read before smaps: an exec after this point shows as a mismatch. */
-	s->exec_id = now_stat.exec_id ^ read_exec_random(dirfd);
+	{
+		uint64_t id = now_stat.exec_id ^ read_exec_random(dirfd);
+
+		if (s->scanned && id != s->exec_id) /* a new image: the old one's advice is gone with it */
+			cold_ranges_forget(&e->cold.ranges, s->pid);
+		s->exec_id = id;
+	}
 	r = scan_process(e, s, dirfd, o, ps, now);
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */

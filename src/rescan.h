@@ -22,6 +22,11 @@ struct pass_options;
 struct pass_stats;
 struct policy;
 
+/* A process whose last scan held blocks back as lack_referenced_page is
+ * read again this often (cold_ranges.h): touching them again faults
+ * nothing. */
+#define COLD_RECHECK_S 5.0
+
 /* Reads s's cgroup through its /proc/PID dirfd and looks its policy up
  * again. If the cgroup cannot be known, s->policy is NULL and
  * s->cgroup_unknown is set (logged once per process), so nothing of s is

@@ -17,6 +17,7 @@ const char *scan_result_name(enum scan_result r)
 	    [SCAN_THP_POLICY] = "thp_policy",
 	    [SCAN_MEMCG_LIMIT] = "memcg_limit",
 	    [SCAN_PRCTL_UNKNOWN] = "prctl_unknown",
+	    [SCAN_LACK_REFERENCED_PAGE] = "lack_referenced_page",
 	};
 	return (unsigned)r < SCAN_NR_RESULTS ? names[r] : "unknown";
 }

@@ -19,6 +19,9 @@ enum scan_result {
 	SCAN_THP_POLICY,        /* the THP policy (sysfs modes, hg, scope) says no; khugepaged's SCAN_VMA_CHECK */
 	SCAN_MEMCG_LIMIT,       /* would not fit below its memory cgroup's limits now: waits */
 	SCAN_PRCTL_UNKNOWN, /* allowed unless the process set PR_THP_DISABLE_EXCEPT_ADVISED, which nothing can tell */
+	/* inside a range the process gave MADV_COLD/MADV_PAGEOUT, and its VMA's
+	 * Referenced cannot prove a page of it referenced since (cold_ranges.h) */
+	SCAN_LACK_REFERENCED_PAGE,
 	SCAN_NR_RESULTS,
 };
 

@@ -342,6 +342,33 @@ static void log_prctl_source(struct engine *e)
 			 strerror(-r));
 }
 
+/* Where coldness inside a VMA comes from (cold_watch.h): say it, so that
+ * an operator knows which rule decides. */
+static void cold_watch_apply_config(struct service *s)
+{
+	char why[128] = "";
+	int r;
+
+	if (!s->cfg.cold_watch) {
+		if (cold_watch_active(&s->engine.cold))
+			cold_watch_close(&s->engine.cold);
+		log_info("MADV_COLD/MADV_PAGEOUT ranges: not observed (cold_watch = no): coldness is judged per VMA "
+			 "(min_referenced_pct) only");
+		return;
+	}
+	if (cold_watch_active(&s->engine.cold))
+		return;
+	r = engine_cold_open(&s->engine, why, sizeof(why));
+	if (r == 0)
+		log_info("MADV_COLD/MADV_PAGEOUT ranges: observed by syscall tracepoints on %d CPUs (calls made "
+			 "before now, by processes older than the daemon, are judged per VMA only)",
+			 s->engine.cold.ncpu);
+	else
+		log_info("MADV_COLD/MADV_PAGEOUT ranges: not observed (%s): coldness is judged per VMA "
+			 "(min_referenced_pct) only",
+			 why[0] ? why : strerror(-r));
+}
+
 /* One line on the THP policy that decides what is collapsed; a warning
  * naming the key to change when it allows nothing. */
 static void log_thp_policy(const struct service *s)
@@ -404,6 +431,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		engine_set_config(&s->engine, &s->cfg);
 		if (schedule_passes(s) < 0)
 			log_err("cannot reschedule passes after reload");
+		if (s->cfg.cold_watch != cold_watch_active(&s->engine.cold))
+			cold_watch_apply_config(s);
 		log_info("reloaded %s (%zu cgroup policies)", s->config_path, s->cfg.nrules);
 		if (policy_changed)
 			log_thp_policy(s);
@@ -508,6 +537,8 @@ int service_run(const char *config_path)
 	s.engine.no_except_advised = !s.kf.except_advised;
 	if (r == 0)
 		log_prctl_source(&s.engine);
+	if (r == 0)
+		cold_watch_apply_config(&s);
 	log_thp_policy(&s);
 	if (r == 0)
 		r = engine_sample(&s.engine);

@@ -46,6 +46,8 @@
  *                    (PR_SET_THP_DISABLE 0); prints "prctl cleared"
  *   SIGRTMIN+3       unmap the buffer and go on without it (nothing left
  *                    to verify); prints "unmapped" (tests/unmap_shim.c)
+ *   SIGRTMIN+4       partcold role: read the first block again (its
+ *                    pages are present: no fault); prints "rewarmed"
  *                    Neither changes a fault counter, RSS or the maps.
  *   SIGTERM/SIGINT   verify, exit 0 if intact, 3 if not (offset on stderr)
  * The lazymix role lays its blocks out in groups of four, all in one VMA
@@ -59,6 +61,9 @@
  * The manyvmas role fills its buffer, then makes every other page
  * read-only: one VMA per page (--mb 250 is 64000 VMAs), with the resident
  * memory that makes the daemon look at it.
+ * The partcold role fills its buffer like idle, gives only its first 2 MiB
+ * block MADV_COLD, then MADV_HUGEPAGE, and touches nothing more: one mostly
+ * hot VMA (Referenced N-2 of N MiB) with a cold block in it.
  * The reserve role maps N MiB with MAP_NORESERVE and MADV_HUGEPAGE (64 TiB
  * costs no memory) and fills two blocks of it as 4 KiB pages: the first,
  * whose first 64 pages it then MADV_FREEs, and the one RESERVE_FAR_MB
@@ -107,12 +112,13 @@ enum role {
 	LAZYMIX,
 	MANYVMAS,
 	PARTIAL,
-	RESERVE
+	RESERVE,
+	PARTCOLD
 };
 
-static const char *const role_names[] = {"hot",    "cold",    "lazyfree", "sparse",  "huge",
-					 "shmem",  "nohuge",  "thpoff",   "idle",    "churn",
-					 "matrix", "lazymix", "manyvmas", "partial", "reserve"};
+static const char *const role_names[] = {"hot",      "cold",    "lazyfree", "sparse",  "huge",   "shmem",
+					 "nohuge",   "thpoff",  "idle",     "churn",   "matrix", "lazymix",
+					 "manyvmas", "partial", "reserve",  "partcold"};
 
 #ifndef PR_THP_DISABLE_EXCEPT_ADVISED
 #define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* include/uapi/linux/prctl.h, Linux 6.18 */
@@ -124,6 +130,7 @@ static volatile sig_atomic_t touch_requested, grow_requested;
 static volatile sig_atomic_t advice_requested; /* 0, or the MADV_* for SIGRTMIN(+1) */
 static volatile sig_atomic_t clear_requested;  /* SIGRTMIN+2 */
 static volatile sig_atomic_t unmap_requested;  /* SIGRTMIN+3 */
+static volatile sig_atomic_t rewarm_requested; /* SIGRTMIN+4 */
 static int inherited_prctl;                    /* PR_GET_THP_DISABLE at start */
 static volatile uint64_t read_sink;            /* keeps the reads from being optimised away */
 
@@ -161,6 +168,12 @@ static void on_unmap(int sig)
 {
 	(void)sig;
 	unmap_requested = 1;
+}
+
+static void on_rewarm(int sig)
+{
+	(void)sig;
+	rewarm_requested = 1;
 }
 
 static void on_advice(int sig)
@@ -423,7 +436,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hc_workload --role "
-		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve "
+		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve|"
+		"partcold "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
 		"[--file PATH] [--launch completely|except]\n");
 	exit(2);
@@ -468,6 +482,8 @@ static void install_handlers(void)
 	sigaction(SIGRTMIN + 2, &sa, NULL);
 	sa.sa_handler = on_unmap;
 	sigaction(SIGRTMIN + 3, &sa, NULL);
+	sa.sa_handler = on_rewarm;
+	sigaction(SIGRTMIN + 4, &sa, NULL);
 	/* If the test script dies, do not outlive it. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
@@ -651,6 +667,9 @@ int main(int argc, char **argv)
 		if (madvise(buf, len, MADV_HUGEPAGE))
 			die("madvise(MADV_HUGEPAGE)");
 	}
+	/* Before the advice: nothing may collapse the block first. */
+	if (r == PARTCOLD && madvise(buf, HPAGE_SZ, MADV_COLD))
+		die("madvise(MADV_COLD) of the first block");
 	advise(r, buf, len);
 	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_SZ; p += 2)
 		if (mprotect(buf + p * PAGE_SZ, PAGE_SZ, PROT_READ))
@@ -700,6 +719,13 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		unmap_requested = 0;
+		if (rewarm_requested && r == PARTCOLD && buf) {
+			for (size_t off = 0; off < HPAGE_SZ; off += PAGE_SZ)
+				read_sink += ((volatile uint64_t *)(buf + off))[0];
+			printf("rewarmed\n");
+			fflush(stdout);
+		}
+		rewarm_requested = 0;
 		if (!buf) {
 			/* unmapped: nothing to touch */
 		} else if (r == CHURN) {
@@ -713,7 +739,7 @@ int main(int argc, char **argv)
 			advise(r, next, len);
 			munmap(buf, len);
 			buf = next;
-		} else if (r != COLD && r != IDLE && r != MANYVMAS) {
+		} else if (r != COLD && r != IDLE && r != MANYVMAS && r != PARTCOLD) {
 			access_round(r, buf, len);
 		}
 		sleep_ms((unsigned)interval_ms);

@@ -146,6 +146,7 @@ static void assert_default_daemon(const struct config *c)
 	assert_int_equal(c->pressure_some_pct, 10);
 	assert_int_equal(c->pressure_full_pct, 2);
 	assert_int_equal(c->pressure_free_margin_mb, 64);
+	assert_true(c->cold_watch);
 	assert_int_equal(c->coverage_top_cgroups, 10);
 }
 
@@ -228,6 +229,7 @@ static void test_every_key_parsed(void **state)
 	assert_int_equal(c.pressure_some_pct, 0);
 	assert_int_equal(c.pressure_full_pct, 100);
 	assert_int_equal(c.pressure_free_margin_mb, 65536);
+	assert_false(c.cold_watch);
 
 	d = &c.defaults;
 	assert_false(d->enable);

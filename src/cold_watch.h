@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* cold_watch: the ranges processes give MADV_COLD and MADV_PAGEOUT, from
+ * the syscall tracepoints syscalls:sys_enter_madvise and
+ * sys_enter_process_madvise, into cold_ranges.h.
+ *
+ * One perf tracepoint event per CPU and syscall, system-wide, with a filter
+ * (behavior == MADV_COLD || behavior == MADV_PAGEOUT), so only those calls
+ * reach the per-CPU rings (PERF_SAMPLE_TID | PERF_SAMPLE_RAW: caller, and
+ * the call's arguments as the tracepoint's format file lays them out). The
+ * rings are drained by reading memory, no system call, before each pass and
+ * before each collapse call.
+ *
+ * What it cannot see, each failing toward "cold" where it can tell:
+ * - process_madvise(): its ranges sit in the caller's memory (vec), which a
+ *   later read could not trust; the target is read from the caller's
+ *   fdinfo for the pidfd (Pid:), and its whole address space counts as
+ *   cold. A pidfd no longer open is lost (below).
+ * - Lost records (a ring that filled up, the kernel throttling the event):
+ *   every known process counts as cold in its whole address space
+ *   (cold_ranges_whole), until its VMAs are seen warm again.
+ * - Calls made before the daemon opened its events (processes older than
+ *   it, and all of them for --once), and io_uring's IORING_OP_MADVISE,
+ *   which does not enter the system call: only the per-VMA rule
+ *   (min_referenced_pct) judges those.
+ *
+ * Cost: enabling any syscall tracepoint sets the syscall-tracepoint work
+ * flag on every task, so every system call of every process takes the slow
+ * entry path and calls the tracepoint (measured in BENCHMARKS.md); a
+ * filtered-out call writes nothing.
+ *
+ * Needs the event IDs and formats from tracefs (/sys/kernel/tracing or
+ * /sys/kernel/debug/tracing; where neither is mounted, a short-lived child
+ * mounts tracefs in a mount namespace of its own and reads them there) and
+ * perf_event_open with CAP_PERFMON or CAP_SYS_ADMIN. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cold_ranges.h"
+
+#define COLD_WATCH_PAGES 16 /* data pages per CPU: about 1000 records */
+
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+/* Where a tracepoint's fields sit in its raw record (its format file). */
+struct trace_fields {
+	uint32_t id;              /* the event ID (common_type) */
+	uint32_t off[3], size[3]; /* the fields asked for, in order */
+};
+
+/* Finds the fields named names[0..n) (n <= 3) in the text of a tracepoint
+ * format file ("\tfield:unsigned long start;\toffset:16;\tsize:8;...").
+ * Returns 0, -ENOENT if one is missing, -EINVAL for garbage. Pure. */
+int parse_trace_format_buf(const char *buf, size_t len, const char *const *names, size_t n, struct trace_fields *out);
+
+/* One call as the ring recorded it. */
+struct cold_call {
+	pid_t pid;     /* the caller (PERF_SAMPLE_TID) */
+	bool process;  /* process_madvise: a[0] is the pidfd, a[1] the behavior */
+	uint64_t a[3]; /* madvise: start, len_in, behavior */
+};
+
+typedef void (*cold_call_fn)(void *ctx, const struct cold_call *c);
+
+/* Reads the records in data[tail..head) (positions modulo size, a power of
+ * two): samples whose raw data is one of the two events (by common_type)
+ * reach fn; PERF_RECORD_LOST and PERF_RECORD_THROTTLE set *lost. Returns 0,
+ * or -EINVAL for garbage (a record too short or past head). Pure. */
+int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_t head, const struct trace_fields *madv,
+			const struct trace_fields *pmadv, cold_call_fn fn, void *ctx, bool *lost);
+
+struct cold_watch {
+	int ncpu;
+	int *fd;     /* per CPU: the madvise event (owns the ring) */
+	int *fd2;    /* per CPU: the process_madvise event (output redirected) */
+	void **page; /* per CPU: control page + COLD_WATCH_PAGES data pages */
+	size_t map_len;
+	struct trace_fields madv, pmadv;
+	pid_t self;            /* our own calls (the lazy-free probe) are not advice */
+	const char *proc_root; /* for the fdinfo of a process_madvise caller */
+	struct cold_ranges ranges;
+	uint64_t calls;      /* calls recorded */
+	uint64_t losses;     /* drains that lost records (or a target) */
+	uint64_t unresolved; /* process_madvise calls whose target could not be read */
+	/* When the first process holding lack_referenced_page blocks is due
+	 * for its next look (rescan.h: COLD_RECHECK_S); 0: none. A pass is
+	 * not idle from then on. (Set by the engine.) */
+	double recheck_at;
+};
+
+/* Opens the events on every online CPU. 0, or -errno (w is then empty and
+ * cold_watch_drain() does nothing); why says what failed. */
+int cold_watch_open(struct cold_watch *w, const char *proc_root, char *why, size_t whylen);
+bool cold_watch_active(const struct cold_watch *w);
+/* Closes the events; the ranges are freed too. */
+void cold_watch_close(struct cold_watch *w);
+
+/* Moves what the rings hold into w->ranges. Returns 1 if records (or a
+ * process_madvise target) were lost: the caller must then make every
+ * process it knows whole (cold_ranges_whole); 0 otherwise. */
+int cold_watch_drain(struct cold_watch *w);
+
+/* Applies one call to w->ranges (used by the drain; exposed for tests).
+ * Returns 1 if its effect could not be recorded (lost), else 0. */
+int cold_watch_apply(struct cold_watch *w, const struct cold_call *c);

@@ -49,7 +49,7 @@ static const struct policy policy_default = {
 
 /* ---- keys ---- */
 
-enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_SCOPE, K_CGROUP_PATH };
+enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_SCOPE, K_CGROUP_PATH, K_MODE };
 enum key_home { IN_DAEMON, IN_POLICY, IN_RULE }; /* struct config, struct policy, [cgroup] only */
 
 struct key_def {
@@ -74,6 +74,7 @@ static const struct key_def keys[] = {
     DAEMON_KEY(metrics_file, K_STRING, 0, 0),
     DAEMON_KEY(cgroup_dir, K_STRING, 0, 0),
     DAEMON_KEY(khugepaged, K_KHUGEPAGED, 0, 0),
+    DAEMON_KEY(mode, K_MODE, 0, 0),
     DAEMON_KEY(state_file, K_STRING, 0, 0),
     DAEMON_KEY(full_rescan_s, K_UINT, 1, 86400),
     DAEMON_KEY(alloc_backoff_ms, K_UINT, 0, 3600000),
@@ -355,6 +356,17 @@ static bool parse_scope(struct parse *p, const struct key_def *k, const char *v,
 	return fail(p, "key '%s': '%s' is not one of kernel, madvise, always", k->name, v);
 }
 
+static bool parse_mode(struct parse *p, const struct key_def *k, const char *v, enum run_mode *out)
+{
+	for (int m = RUN_COLLAPSE; m <= RUN_OBSERVE; m++) {
+		if (!strcasecmp(v, run_mode_name((enum run_mode)m))) {
+			*out = (enum run_mode)m;
+			return true;
+		}
+	}
+	return fail(p, "key '%s': '%s' is not one of collapse, observe", k->name, v);
+}
+
 static bool parse_string(struct parse *p, const struct key_def *k, const char *v, char **out)
 {
 	char *dup;
@@ -508,6 +520,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return parse_scope(p, k, value, (enum thp_scope *)(base + k->off));
 	case K_CGROUP_PATH:
 		return parse_cgroup_path(p, k, value);
+	case K_MODE:
+		return parse_mode(p, k, value, (enum run_mode *)(base + k->off));
 	}
 	return fail(p, "key '%s': internal error", name);
 }
@@ -1077,4 +1091,20 @@ const char *thp_scope_name(enum thp_scope s)
 		return "always";
 	}
 	return "?";
+}
+
+const char *run_mode_name(enum run_mode m)
+{
+	switch (m) {
+	case RUN_COLLAPSE:
+		return "collapse";
+	case RUN_OBSERVE:
+		return "observe";
+	}
+	return "?";
+}
+
+enum khugepaged_mode config_khugepaged_in_force(const struct config *c)
+{
+	return c->mode == RUN_OBSERVE ? KHUGEPAGED_KEEP : c->khugepaged;
 }

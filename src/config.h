@@ -18,6 +18,15 @@ enum khugepaged_mode {
 	KHUGEPAGED_OFF,  /* PMD-size THP enabled=never: the thread exits */
 };
 
+/* [daemon] mode: collapse (the default), or observe for a first rollout:
+ * scan, classify and report, but collapse nothing, write no THP or
+ * khugepaged knob (whatever khugepaged = says) and no process's memory
+ * (no lazy-free probe, no clear_refs). */
+enum run_mode {
+	RUN_COLLAPSE,
+	RUN_OBSERVE,
+};
+
 /* Which VMAs the THP policy lets us collapse ([collapse] scope). */
 enum thp_scope {
 	THP_SCOPE_KERNEL,  /* where khugepaged may, under the policy in force before we changed it */
@@ -58,6 +67,7 @@ struct config {
 	char *metrics_file;              /* see config_default_metrics_file(); "" = none */
 	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
 	enum khugepaged_mode khugepaged; /* keep */
+	enum run_mode mode;              /* collapse */
 	char *state_file;                /* /run/hugecollapsed/khugepaged.state; "" = memory only */
 	unsigned full_rescan_s;          /* 300, 1..86400 */
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
@@ -105,3 +115,7 @@ const struct policy *config_policy_for(const struct config *c, const char *cgrou
 
 const char *khugepaged_mode_name(enum khugepaged_mode m);
 const char *thp_scope_name(enum thp_scope s); /* "kernel", "madvise", "always" */
+const char *run_mode_name(enum run_mode m);   /* "collapse", "observe" */
+/* The khugepaged mode a configuration puts in force: keep in observe mode
+ * (no knob is written), else its khugepaged =. */
+enum khugepaged_mode config_khugepaged_in_force(const struct config *c);

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cgroup2.h"
 #include "cgroup_hier.h"
@@ -57,6 +58,16 @@ static void notify_status(struct service *s)
 
 	/* A failed reload stays in the line until one succeeds: systemctl
 	 * status shows it, not only the journal. */
+	if (s->cfg.mode == RUN_OBSERVE) {
+		sd_notifyf(0,
+			   "STATUS=pass %llu, observe only: would collapse %.0f MiB in %u processes, %u active "
+			   "processes, no knob changed%s%s",
+			   (unsigned long long)e->passes, e->last.would_collapse_bytes / MIB,
+			   e->last.procs_would_collapse, e->last.procs_active,
+			   s->reload.last_ok ? "" : "; RELOAD FAILED, previous configuration in force: ",
+			   s->reload.last_ok ? "" : s->reload_err);
+		return;
+	}
 	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s%s%s",
 		   (unsigned long long)e->passes, e->total.collapsed_bytes / MIB, e->last.collapsed_bytes / MIB,
 		   e->last.procs_active, khugepaged_mode_name(s->khp.mode),
@@ -98,7 +109,10 @@ static bool stop_requested(void)
 /* Returns true if the pass was idle. */
 static bool run_pass(struct service *s)
 {
-	struct pass_options o = {.max_seconds = s->max_pass_s, .allow_idle = true, .interrupted = stop_requested};
+	struct pass_options o = {.max_seconds = s->max_pass_s,
+				 .allow_idle = true,
+				 .interrupted = stop_requested,
+				 .dry_run = s->cfg.mode == RUN_OBSERVE};
 	struct pass_stats ps;
 	double now;
 	int r;
@@ -384,16 +398,29 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
 		log_err("reload failed, keeping the previous configuration: %s", err);
 		config_free(&next);
+	} else if (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err))) {
+		/* Started in observe mode on a kernel without MADV_COLLAPSE. */
+		log_err("reload failed, keeping the previous configuration: mode = collapse: %s", err);
+		config_free(&next);
 	} else {
-		bool policy_changed = next.khugepaged != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
+		bool policy_changed = config_khugepaged_in_force(&next) != s->khp.mode ||
+				      next.defaults.scope != s->cfg.defaults.scope;
+
+		enum khugepaged_mode want = config_khugepaged_in_force(&next);
 
 		/* One apply moves from the old mode to the new one: it puts back
-		 * what the new mode leaves alone and keeps the recorded originals. */
-		if (next.khugepaged != s->khp.mode && khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
+		 * what the new mode leaves alone and keeps the recorded originals.
+		 * Into observe mode that is keep: the knobs go back as a stop
+		 * puts them; out of it, khugepaged = takes effect now. */
+		if (want != s->khp.mode && khugepaged_apply(want, &s->khp, err, sizeof(err)) < 0)
 			log_err("khugepaged = %s: %s; every khugepaged knob is back at its original",
-				khugepaged_mode_name(next.khugepaged), err);
-		else if (next.khugepaged != s->cfg.khugepaged)
-			kernel_features_warn_mthp(&s->kf, next.khugepaged);
+				khugepaged_mode_name(want), err);
+		else if (want != config_khugepaged_in_force(&s->cfg))
+			kernel_features_warn_mthp(&s->kf, want);
+		if (next.mode != s->cfg.mode)
+			log_info("mode = %s from now on%s", run_mode_name(next.mode),
+				 next.mode == RUN_OBSERVE ? ": nothing is collapsed, the khugepaged knobs are as found"
+							  : "");
 		if (strcmp(next.state_file, s->khp.state_file))
 			log_warn("state_file: a change takes effect at the next start (still %s)",
 				 s->khp.state_file[0] ? s->khp.state_file : "none");
@@ -458,11 +485,28 @@ static int setup_loop(struct service *s)
 	return 0;
 }
 
+/* mode = observe: nothing is written to sysfs, not even the originals a
+ * killed daemon left changed (that is --restore's job, or a collapsing
+ * daemon's): say so, and what khugepaged = would have done. */
+static void log_observe_start(const struct service *s)
+{
+	log_info("mode = observe: scanning and reporting only; nothing is collapsed and no THP or khugepaged knob "
+		 "is written%s%s%s",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? " (khugepaged = " : "",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? khugepaged_mode_name(s->cfg.khugepaged) : "",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? " is not applied)" : "");
+	if (s->khp.state_file[0] && access(s->khp.state_file, F_OK) == 0)
+		log_warn("%s records khugepaged knobs a daemon changed and did not put back; observe mode leaves "
+			 "them as they are: hugecollapsed --restore puts them back",
+			 s->khp.state_file);
+}
+
 int service_run(const char *config_path)
 {
 	struct service s = {
 	    .config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}, .reload = {.last_ok = true}};
 	char err[1024];
+	bool observe;
 	int r;
 
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
@@ -476,22 +520,28 @@ int service_run(const char *config_path)
 		config_free(&s.cfg);
 		return 1;
 	}
-	if (check_privileges(true, err, sizeof(err)) < 0) {
+	observe = s.cfg.mode == RUN_OBSERVE;
+	if (check_privileges(!observe, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=%s", err);
 		config_free(&s.cfg);
 		return 4;
 	}
-	if (kernel_features_start(khugepaged_sysfs_dir(), s.cfg.khugepaged, false, &s.kf) < 0) {
+	/* Observe mode needs no MADV_COLLAPSE: it shows what would be done. */
+	if (kernel_features_start(khugepaged_sysfs_dir(), config_khugepaged_in_force(&s.cfg), false, &s.kf) < 0 &&
+	    !observe) {
 		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", s.kf.release);
 		config_free(&s.cfg);
 		return 1;
 	}
-	khugepaged_log_state(s.cfg.khugepaged);
 	r = khugepaged_init(&s.khp, s.cfg.state_file);
 	if (r < 0)
 		snprintf(err, sizeof(err), "state_file %s: %s", s.cfg.state_file, strerror(-r));
-	if (r < 0 || khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0) {
+	if (observe)
+		log_observe_start(&s);
+	else
+		khugepaged_log_state(s.cfg.khugepaged);
+	if (r < 0 || (!observe && khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0)) {
 		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		config_free(&s.cfg);

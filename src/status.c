@@ -196,6 +196,12 @@ static void scalar_sample(struct status *st, const struct prom_sample *s)
 		st->last_pass = s->value;
 	else if (!strcmp(s->name, "hugecollapsed_backing_off"))
 		st->backing_off = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_observe_only"))
+		st->observe_only = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_would_collapse_bytes"))
+		st->would_collapse_bytes = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_would_collapse_processes"))
+		st->would_collapse_processes = s->value;
 	else if (!strcmp(s->name, "hugecollapsed_khugepaged_mode") && mode && s->value == 1)
 		for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 			if (!strcmp(mode, khugepaged_mode_name(m)))
@@ -287,6 +293,9 @@ static double pct(double ratio)
 
 void status_print_tables(FILE *out, const struct status *st)
 {
+	if (st->observe_only == 1)
+		fprintf(out, "  observe only: would collapse %.1f MiB in %.0f processes; nothing is collapsed\n",
+			st->would_collapse_bytes / MIB, st->would_collapse_processes);
 	fprintf(out, "\n%9s %7s %11s %11s %11s %11s %-15s  %s\n", "COVERAGE", "TARGET", "ANON+SHMEM", "COLLAPSED",
 		"PENDING", "SKIPPED", " MOSTLY", "CGROUP");
 	for (size_t i = 0; i < st->ncg; i++) {
@@ -335,6 +344,9 @@ void status_print_json(FILE *out, const struct status *st, const char *path, dou
 	json_num(out, "scan_seconds", st->scan_s, true);
 	json_num(out, "collapse_seconds", st->collapse_s, true);
 	json_num(out, "last_pass_timestamp", st->last_pass, true);
+	fprintf(out, ",\"observe_only\":%s", st->observe_only == 1 ? "true" : "false");
+	json_num(out, "would_collapse_bytes", st->would_collapse_bytes, true);
+	json_num(out, "would_collapse_processes", st->would_collapse_processes, true);
 	fprintf(out, ",\"backing_off\":%s,\"khugepaged\":\"%s\",\"cgroups\":[", st->backing_off == 1 ? "true" : "false",
 		st->khugepaged);
 	for (size_t i = 0; i < st->ncg; i++) {

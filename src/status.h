@@ -60,6 +60,7 @@ struct status_process {
 
 struct status {
 	double passes, collapsed_bytes, scan_s, collapse_s, last_pass, backing_off;
+	double observe_only, would_collapse_bytes, would_collapse_processes; /* mode = observe */
 	const char *khugepaged; /* static string, "?" if unknown */
 	struct status_cgroup *cg;
 	size_t ncg;

@@ -141,6 +141,8 @@ static void assert_default_daemon(const struct config *c)
 	assert_string_equal(c->metrics_file, "/run/hugecollapsed/metrics.prom");
 	assert_string_equal(c->state_file, "/run/hugecollapsed/khugepaged.state");
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
+	assert_int_equal(c->mode, RUN_COLLAPSE);
+	assert_int_equal(config_khugepaged_in_force(c), KHUGEPAGED_KEEP);
 	assert_int_equal(c->full_rescan_s, 300);
 	assert_int_equal(c->alloc_backoff_ms, 60000);
 	assert_int_equal(c->pressure_some_pct, 10);
@@ -913,6 +915,48 @@ static void test_policy_matching(void **state)
 	config_free(&c);
 }
 
+/* ---- mode = observe ---- */
+
+static void test_observe_mode(void **state)
+{
+	static const char *const khp[] = {"keep", "idle", "off"};
+	struct config c;
+	char text[128];
+
+	(void)state;
+	/* Whatever khugepaged = says, observe puts keep in force. */
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text), "[daemon]\nmode = observe\nkhugepaged = %s\n", khp[i]);
+		write_file("main.conf", text);
+		load_ok(tpath("main.conf"), &c);
+		assert_int_equal(c.mode, RUN_OBSERVE);
+		assert_int_equal(c.khugepaged, (int)i);
+		assert_int_equal(config_khugepaged_in_force(&c), KHUGEPAGED_KEEP);
+		config_free(&c);
+	}
+	write_file("main.conf", "[daemon]\nmode = Collapse\nkhugepaged = idle\n");
+	load_ok(tpath("main.conf"), &c);
+	assert_int_equal(c.mode, RUN_COLLAPSE);
+	assert_int_equal(config_khugepaged_in_force(&c), KHUGEPAGED_IDLE);
+	config_free(&c);
+	/* A drop-in switches a fleet's hosts to observe without editing the main file. */
+	make_dir("main.conf.d");
+	write_file("main.conf.d/10-rollout.conf", "[daemon]\nmode = observe\n");
+	load_ok(tpath("main.conf"), &c);
+	assert_int_equal(c.mode, RUN_OBSERVE);
+	config_free(&c);
+	assert_int_equal(unlink(tpath("main.conf.d/10-rollout.conf")), 0);
+
+	expect_main_error("[daemon]\nmode = dry-run\n", 2, "key 'mode': 'dry-run' is not one of collapse, observe");
+	expect_main_error("[daemon]\nmode =\n", 2, "key 'mode': '' is not one of collapse, observe");
+	expect_main_error("[collapse]\nmode = observe\n", 2,
+			  "key 'mode': not allowed in [collapse]; it belongs in [daemon] of the main file");
+	expect_main_error("[daemon]\nmode = observe\nmode = collapse\n", 3,
+			  "key 'mode': set twice (first on line 2)");
+	assert_string_equal(run_mode_name(RUN_OBSERVE), "observe");
+	assert_string_equal(run_mode_name(RUN_COLLAPSE), "collapse");
+}
+
 /* ---- reload atomicity ---- */
 
 static void test_failed_reload_leaves_previous(void **state)
@@ -974,6 +1018,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cgroup_inherits_after_whole_main_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shipped_example_parses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_policy_matching, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_observe_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_reload_leaves_previous, setup, teardown),
 	};
 

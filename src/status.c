@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json_number.h"
 #include "metrics.h"
 #include "report.h"
 #include "text_escape.h"
@@ -329,14 +330,18 @@ void status_print_tables(FILE *out, const struct status *st)
 		fprintf(out, "  (none: nothing is waiting for the budget)\n");
 }
 
+/* Ratios at 3 significant digits, everything else (bytes are exact) at 6. */
 static void json_num(FILE *out, const char *key, double v, bool comma)
 {
-	fprintf(out, "%s\"%s\":%.17g", comma ? "," : "", key, isfinite(v) ? v : 0);
+	bool ratio = !strcmp(key, "coverage") || !strcmp(key, "target");
+
+	fprintf(out, "%s\"%s\":", comma ? "," : "", key);
+	json_number(out, v, ratio ? JSON_SIG_RATIO : JSON_SIG_SECONDS);
 }
 
 void status_print_json(FILE *out, const struct status *st, const char *path, double age_s)
 {
-	fprintf(out, "{\"metrics_file\":");
+	fprintf(out, "{\"schema_version\":%d,\"metrics_file\":", STATUS_JSON_SCHEMA_VERSION);
 	json_string(out, path);
 	json_num(out, "age_seconds", age_s, true);
 	json_num(out, "passes", st->passes, true);
@@ -368,7 +373,8 @@ void status_print_json(FILE *out, const struct status *st, const char *path, dou
 		for (size_t k = 0; k < g->nskip; k++) {
 			fprintf(out, "%s", k ? "," : "");
 			json_string(out, g->skip[k].result);
-			fprintf(out, ":%.17g", isfinite(g->skip[k].bytes) ? g->skip[k].bytes : 0);
+			fputc(':', out);
+			json_number(out, g->skip[k].bytes, JSON_SIG_SECONDS);
 		}
 		fprintf(out, "}}");
 	}

@@ -49,6 +49,8 @@ struct service {
 	double last_report;          /* monotonic seconds of the last metrics/STATUS */
 	struct metrics_reload reload;
 	char reload_err[1024]; /* why the last reload failed, for STATUS= */
+	uint64_t logged_would; /* observe mode: what the last pass line said (log_pass) */
+	unsigned logged_would_procs;
 	int exit_status;
 };
 
@@ -106,6 +108,48 @@ static bool stop_requested(void)
 	return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
 }
 
+/* At most one line per pass, structured (HC_MSGID_PASS and the numbers as
+ * fields): when it collapsed something, in observe mode when what it would
+ * collapse changed, and every pass that did work with -v. The per-process
+ * lines behind it are debug (dispatch.c). */
+static void log_pass(struct service *s, const struct pass_stats *ps)
+{
+	bool observe = s->cfg.mode == RUN_OBSERVE;
+	bool changed = ps->would_collapse_bytes != s->logged_would ||
+		       ps->procs_would_collapse != s->logged_would_procs;
+	char f[8][64];
+	const char *fields[8];
+	unsigned long long pass = (unsigned long long)s->engine.passes;
+
+	if (ps->idle || !(log_is_verbose() || (observe ? changed : ps->collapsed_bytes > 0)))
+		return;
+	snprintf(f[0], sizeof(f[0]), "HUGECOLLAPSED_PASS=%llu", pass);
+	snprintf(f[1], sizeof(f[1]), "HUGECOLLAPSED_COLLAPSED_BYTES=%llu", (unsigned long long)ps->collapsed_bytes);
+	snprintf(f[2], sizeof(f[2]), "HUGECOLLAPSED_WOULD_COLLAPSE_BYTES=%llu",
+		 (unsigned long long)ps->would_collapse_bytes);
+	snprintf(f[3], sizeof(f[3]), "HUGECOLLAPSED_PROCESSES_SCANNED=%u", ps->procs_scanned);
+	snprintf(f[4], sizeof(f[4]), "HUGECOLLAPSED_PROCESSES_TOTAL=%u", ps->procs_total);
+	snprintf(f[5], sizeof(f[5]), "HUGECOLLAPSED_SCAN_USEC=%.0f", ps->scan_s * 1e6);
+	snprintf(f[6], sizeof(f[6]), "HUGECOLLAPSED_COLLAPSE_USEC=%.0f", ps->collapse_s * 1e6);
+	snprintf(f[7], sizeof(f[7]), "HUGECOLLAPSED_MODE=%s", run_mode_name(s->cfg.mode));
+	for (int i = 0; i < 8; i++)
+		fields[i] = f[i];
+	s->logged_would = ps->would_collapse_bytes;
+	s->logged_would_procs = ps->procs_would_collapse;
+	if (observe)
+		log_fields(LOG_INFO, HC_MSGID_PASS, fields, 8,
+			   "pass %llu (observe only): would collapse %.1f MiB in %u processes; scanned %u of %u "
+			   "processes (%u unchanged) in %.1f ms",
+			   pass, ps->would_collapse_bytes / MIB, ps->procs_would_collapse, ps->procs_scanned,
+			   ps->procs_total, ps->procs_unchanged, ps->scan_s * 1e3);
+	else
+		log_fields(LOG_INFO, HC_MSGID_PASS, fields, 8,
+			   "pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
+			   "collapse %.1f ms",
+			   pass, ps->collapsed_bytes / MIB, ps->procs_scanned, ps->procs_total, ps->procs_unchanged,
+			   ps->scan_s * 1e3, ps->collapse_s * 1e3);
+}
+
 /* Returns true if the pass was idle. */
 static bool run_pass(struct service *s)
 {
@@ -120,11 +164,7 @@ static bool run_pass(struct service *s)
 	r = engine_pass(&s->engine, &o, &ps);
 	if (r < 0)
 		log_err("pass %llu failed: %s", (unsigned long long)s->engine.passes, strerror(-r));
-	if (!ps.idle && (ps.collapsed_bytes || log_is_verbose()))
-		log_info("pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
-			 "collapse %.1f ms",
-			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
-			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
+	log_pass(s, &ps);
 	/* Every pass is reported, except passes less than a second apart that
 	 * collapsed nothing, at intervals under 100 ms: back to back the
 	 * doorbell may wake tens of passes a second on a busy machine, and
@@ -376,6 +416,15 @@ static void log_thp_policy(const struct service *s)
 			 line);
 }
 
+static const char *const reload_ok[] = {"HUGECOLLAPSED_RELOAD=ok"};
+
+static void log_reload_failed(const char *why)
+{
+	static const char *const failed[] = {"HUGECOLLAPSED_RELOAD=failed"};
+
+	log_fields(LOG_ERR, HC_MSGID_RELOAD, failed, 1, "reload failed, keeping the previous configuration: %s", why);
+}
+
 /* SIGHUP: a bad file keeps the whole old config. */
 static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -394,13 +443,13 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	if (!s->reload.last_ok) {
 		s->reload.failures++;
 		snprintf(s->reload_err, sizeof(s->reload_err), "%s", err);
-		log_err("reload failed, keeping the previous configuration: %s", err);
+		log_reload_failed(err);
 	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
-		log_err("reload failed, keeping the previous configuration: %s", err);
+		log_reload_failed(err);
 		config_free(&next);
 	} else if (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err))) {
 		/* Started in observe mode on a kernel without MADV_COLLAPSE. */
-		log_err("reload failed, keeping the previous configuration: mode = collapse: %s", err);
+		log_reload_failed(err);
 		config_free(&next);
 	} else {
 		bool policy_changed = config_khugepaged_in_force(&next) != s->khp.mode ||
@@ -431,7 +480,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		engine_set_config(&s->engine, &s->cfg);
 		if (schedule_passes(s) < 0)
 			log_err("cannot reschedule passes after reload");
-		log_info("reloaded %s (%zu cgroup policies)", s->config_path, s->cfg.nrules);
+		log_fields(LOG_INFO, HC_MSGID_RELOAD, reload_ok, 1, "reloaded %s (%zu cgroup policies, mode = %s)",
+			   s->config_path, s->cfg.nrules, run_mode_name(s->cfg.mode));
 		if (policy_changed)
 			log_thp_policy(s);
 	}
@@ -446,7 +496,7 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
 	struct service *s = userdata;
 
 	(void)src;
-	log_info("received %s, stopping", strsignal((int)si->ssi_signo));
+	log_id(LOG_INFO, HC_MSGID_STOP, "received %s, stopping", strsignal((int)si->ssi_signo));
 	sd_notify(0, "STOPPING=1");
 	sd_event_exit(s->event, 0);
 	return 0;
@@ -568,8 +618,10 @@ int service_run(const char *config_path)
 		s.exit_status = 1;
 		goto out;
 	}
-	log_info("started: %s, scan every %u ms, budget %u MB/s, %zu cgroup policies", config_path,
-		 s.cfg.scan_interval_ms, s.cfg.defaults.budget_mb_per_s, s.cfg.nrules);
+	log_id(LOG_INFO, HC_MSGID_START,
+	       "started: %s, mode = %s, a pass %u ms after the end of the last, budget %u MB/s, %zu cgroup policies",
+	       config_path, run_mode_name(s.cfg.mode), s.cfg.scan_interval_ms, s.cfg.defaults.budget_mb_per_s,
+	       s.cfg.nrules);
 	sd_notify(0, "READY=1\nSTATUS=first sample taken, waiting for the first pass");
 	r = sd_event_loop(s.event);
 	if (r < 0) {

@@ -54,10 +54,15 @@ struct policy {
 };
 
 struct cgroup_rule {
-	char *path; /* normalized cgroup v2 path: "/", "/system.slice/foo.service" */
+	char *path; /* normalized cgroup v2 path: "/", "/system.slice/foo.service",
+		     * or a pattern: "/kubepods.slice/x/cri-containerd-*.scope" */
 	char *file; /* where it came from, for messages */
 	unsigned line;
 	struct policy policy;
+	bool glob;             /* path holds '*', '?' or '[': matched by fnmatch(3) */
+	unsigned depth;        /* components: "/" 0, "/a/b" 2 */
+	size_t literal_prefix; /* bytes before the first wildcard (strlen(path) if none) */
+	size_t literals;       /* bytes outside '*', '?' and [...] */
 };
 
 struct config {
@@ -108,10 +113,34 @@ int config_load(const char *path, bool missing_ok, bool skip_owner_check, struct
 
 void config_free(struct config *c);
 
-/* The policy for a cgroup path: the rule with the longest path that equals
- * cgroup or is a whole-component prefix of it ("/a" matches "/a" and "/a/b",
- * not "/ab"); the defaults if none. */
+/* The policy for a cgroup path; the defaults if no rule matches. A rule
+ * matches the cgroup it names and its descendants: "/a" matches "/a" and
+ * "/a/b", not "/ab"; a pattern the same way, component by component with
+ * fnmatch(3) (FNM_PATHNAME: '*', '?' and '[...]' never match '/';
+ * FNM_NOESCAPE: a backslash is an ordinary character, as in systemd's
+ * "\x2d"), so "/k/x-*" matches "/k/x-1" and "/k/x-1/sub". Of several
+ * matches the most specific wins (config_rule_more_specific). */
 const struct policy *config_policy_for(const struct config *c, const char *cgroup);
+
+/* Whether rule a beats rule b when both match one cgroup: the deeper
+ * (more components: it matched a nearer ancestor), then at equal depth a
+ * literal path over a pattern, then the pattern with more literal bytes
+ * (outside '*', '?' and [...]: ".../cri-containerd-db*.scope" over
+ * ".../cri-containerd-*.scope"), then the longer literal prefix (bytes
+ * before the first wildcard), then the path first in byte order. A total
+ * order: the winner does not depend on file names or reading order. Pure. */
+bool config_rule_more_specific(const struct cgroup_rule *a, const struct cgroup_rule *b);
+
+/* Sets r's glob, depth and literal_prefix from r->path (config_load does;
+ * for rules built by hand). */
+void config_rule_init(struct cgroup_rule *r);
+
+/* Whether rule r matches cgroup (a normalized path). Pure. */
+bool config_rule_matches(const struct cgroup_rule *r, const char *cgroup);
+
+/* NULL if pattern (a normalized path) is a pattern this file accepts, else
+ * why not: an unterminated '[', an unknown [:class:], "**". Pure. */
+const char *config_check_pattern(const char *pattern);
 
 const char *khugepaged_mode_name(enum khugepaged_mode m);
 const char *thp_scope_name(enum thp_scope s); /* "kernel", "madvise", "always" */

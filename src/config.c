@@ -1160,7 +1160,9 @@ const char *config_check_pattern(const char *pattern)
 				continue;
 			len = bracket_len(s + i, n - i, &why);
 			if (!len)
-				return why ? why : "has a '[' without its ']' in the same component (for a literal '[' write [[])";
+				return why ? why
+					   : "has a '[' without its ']' in the same component (for a literal '[' write "
+					     "[[])";
 			i += len - 1;
 		}
 		s += n;

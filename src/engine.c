@@ -55,14 +55,16 @@ static bool pressure_pauses(struct engine *e, double now)
 		m->paused = true;
 		m->paused_since = now;
 		m->pauses++;
-		log_id(LOG_WARNING, HC_MSGID_PRESSURE, "host memory pressure (%s: PSI some %.2f%% full %.2f%%, free %llu MiB, high watermarks %llu "
-			 "MiB): collapsing paused",
-			 mem_pressure_sign_name(sign), m->psi.some_avg10, m->psi.full_avg10,
-			 (unsigned long long)(m->free_pages >> 8), (unsigned long long)(m->high_pages >> 8));
+		log_id(LOG_WARNING, HC_MSGID_PRESSURE,
+		       "host memory pressure (%s: PSI some %.2f%% full %.2f%%, free %llu MiB, high watermarks %llu "
+		       "MiB): collapsing paused",
+		       mem_pressure_sign_name(sign), m->psi.some_avg10, m->psi.full_avg10,
+		       (unsigned long long)(m->free_pages >> 8), (unsigned long long)(m->high_pages >> 8));
 	} else if (sign == MEM_PRESSURE_NONE && m->paused) {
 		m->paused = false;
 		m->paused_s += now - m->paused_since;
-		log_id(LOG_INFO, HC_MSGID_PRESSURE, "host memory pressure over after %.1f s: collapsing resumes", now - m->paused_since);
+		log_id(LOG_INFO, HC_MSGID_PRESSURE, "host memory pressure over after %.1f s: collapsing resumes",
+		       now - m->paused_since);
 	}
 	return m->paused;
 }

@@ -32,10 +32,10 @@ struct log_record {
 	const char *code_file; /* the caller's __FILE__, from "src/" on */
 	unsigned code_line;
 	const char *code_func;
-	const char *message_id; /* 32 hex digits, or NULL */
-	pid_t pid;              /* HUGECOLLAPSED_PID=, if > 0 */
-	const char *cgroup;     /* HUGECOLLAPSED_CGROUP=, or NULL */
-	const char *result;     /* HUGECOLLAPSED_RESULT=, or NULL */
+	const char *message_id;    /* 32 hex digits, or NULL */
+	pid_t pid;                 /* HUGECOLLAPSED_PID=, if > 0 */
+	const char *cgroup;        /* HUGECOLLAPSED_CGROUP=, or NULL */
+	const char *result;        /* HUGECOLLAPSED_RESULT=, or NULL */
 	const char *const *fields; /* more "KEY=value" journal fields */
 	size_t nfields;
 };
@@ -51,7 +51,7 @@ void log_set_sink(log_sink_fn sink, void *ctx);
  * LOG_FIELD_MAX bytes, cut there): MESSAGE, PRIORITY, SYSLOG_IDENTIFIER,
  * CODE_FILE, CODE_LINE, CODE_FUNC, then MESSAGE_ID and the process fields
  * where set, then r->fields. Returns how many. Pure. */
-#define LOG_FIELD_MAX 1100
+#define LOG_FIELD_MAX  1100
 #define LOG_FIELDS_MAX 16
 size_t log_journal_fields(const struct log_record *r, char (*out)[LOG_FIELD_MAX], size_t max);
 

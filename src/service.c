@@ -115,8 +115,7 @@ static bool stop_requested(void)
 static void log_pass(struct service *s, const struct pass_stats *ps)
 {
 	bool observe = s->cfg.mode == RUN_OBSERVE;
-	bool changed = ps->would_collapse_bytes != s->logged_would ||
-		       ps->procs_would_collapse != s->logged_would_procs;
+	bool changed = ps->would_collapse_bytes != s->logged_would || ps->procs_would_collapse != s->logged_would_procs;
 	char f[8][64];
 	const char *fields[8];
 	unsigned long long pass = (unsigned long long)s->engine.passes;
@@ -452,8 +451,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		log_reload_failed(err);
 		config_free(&next);
 	} else {
-		bool policy_changed = config_khugepaged_in_force(&next) != s->khp.mode ||
-				      next.defaults.scope != s->cfg.defaults.scope;
+		bool policy_changed =
+		    config_khugepaged_in_force(&next) != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
 
 		enum khugepaged_mode want = config_khugepaged_in_force(&next);
 

@@ -61,7 +61,7 @@ struct status_process {
 struct status {
 	double passes, collapsed_bytes, scan_s, collapse_s, last_pass, backing_off;
 	double observe_only, would_collapse_bytes, would_collapse_processes; /* mode = observe */
-	const char *khugepaged; /* static string, "?" if unknown */
+	const char *khugepaged;                                              /* static string, "?" if unknown */
 	struct status_cgroup *cg;
 	size_t ncg;
 	struct status_process proc[STATUS_MAX_PROCESSES];

@@ -949,8 +949,8 @@ static void test_glob_policies(void **state)
 	W(30, "%scri-containerd-abc.scope", kb);             /* more literal bytes than the 20 */
 	W(40, "%scri-containerd-db.scope", kb);              /* a literal beats every glob at its depth */
 	W(40, "%scri-containerd-db.scope/sub", kb);
-	W(30, "%scri-containerd-db2.scope", kb);             /* 30 and 25 match: 30 has more literal bytes */
-	W(25, "%scri-containerd-db2.scope", kp);             /* 25 over 20: "db" is literal */
+	W(30, "%scri-containerd-db2.scope", kb); /* 30 and 25 match: 30 has more literal bytes */
+	W(25, "%scri-containerd-db2.scope", kp); /* 25 over 20: "db" is literal */
 	W(50, "/system.slice/system-getty.slice/getty@tty1.service");
 	W(1, "/system.slice/system-getty.slice/getty@tty10.service"); /* '?' is one character */
 	W(60, "/system.slice/app-42.service");
@@ -982,8 +982,8 @@ static void test_glob_order_is_total(void **state)
 	assert_false(r[0].glob);
 	assert_true(r[2].glob);
 	assert_int_equal(r[6].depth, 3);
-	assert_int_equal(r[3].literals, 4);      /* "/a/b" of "/a/b*" */
-	assert_int_equal(r[5].literals, 3);      /* [b] counts as a wildcard */
+	assert_int_equal(r[3].literals, 4); /* "/a/b" of "/a/b*" */
+	assert_int_equal(r[5].literals, 3); /* [b] counts as a wildcard */
 	assert_int_equal(r[8].literal_prefix, 1);
 	/* Antisymmetric, irreflexive and transitive: one winner, always. */
 	for (size_t i = 0; i < n; i++) {
@@ -997,10 +997,10 @@ static void test_glob_order_is_total(void **state)
 					assert_true(config_rule_more_specific(&r[i], &r[k]));
 		}
 	}
-	assert_true(config_rule_more_specific(&r[1], &r[3]));  /* /a/b over /a/b* */
-	assert_true(config_rule_more_specific(&r[3], &r[2]));  /* "/a/b*" over "/a/\x2a" */
-	assert_true(config_rule_more_specific(&r[6], &r[1]));  /* deeper */
-	assert_true(config_rule_more_specific(&r[8], &r[0]));  /* depth first: /x/b over /a */
+	assert_true(config_rule_more_specific(&r[1], &r[3])); /* /a/b over /a/b* */
+	assert_true(config_rule_more_specific(&r[3], &r[2])); /* "/a/b*" over "/a/\x2a" */
+	assert_true(config_rule_more_specific(&r[6], &r[1])); /* deeper */
+	assert_true(config_rule_more_specific(&r[8], &r[0])); /* depth first: /x/b over /a */
 }
 
 static void test_glob_errors(void **state)
@@ -1072,8 +1072,7 @@ static void test_observe_mode(void **state)
 	expect_main_error("[daemon]\nmode =\n", 2, "key 'mode': '' is not one of collapse, observe");
 	expect_main_error("[collapse]\nmode = observe\n", 2,
 			  "key 'mode': not allowed in [collapse]; it belongs in [daemon] of the main file");
-	expect_main_error("[daemon]\nmode = observe\nmode = collapse\n", 3,
-			  "key 'mode': set twice (first on line 2)");
+	expect_main_error("[daemon]\nmode = observe\nmode = collapse\n", 3, "key 'mode': set twice (first on line 2)");
 	assert_string_equal(run_mode_name(RUN_OBSERVE), "observe");
 	assert_string_equal(run_mode_name(RUN_COLLAPSE), "collapse");
 }

@@ -49,8 +49,8 @@ static void test_integers_exact(void **state)
 	expect(0, 3, "0");
 	expect(-0.0, 3, "0");
 	expect(1, 3, "1");
-	expect(67108864, JSON_SIG_RATIO, "67108864"); /* bytes keep every digit */
-	expect(9007199254740993.0, 3, "9007199254740992");  /* 2^53 + 1 as a double */
+	expect(67108864, JSON_SIG_RATIO, "67108864");      /* bytes keep every digit */
+	expect(9007199254740993.0, 3, "9007199254740992"); /* 2^53 + 1 as a double */
 	expect(18446744073709551615.0, 3, "18446744073709551616");
 	expect(-4294967296.0, 1, "-4294967296");
 	expect(1e21, 6, "1e+21");

@@ -184,7 +184,7 @@ static void test_short_file(void **state)
 
 static void test_ids_documented(void **state)
 {
-	static const char *const ids[] = {HC_MSGID_START, HC_MSGID_RELOAD, HC_MSGID_BACKOFF,
+	static const char *const ids[] = {HC_MSGID_START, HC_MSGID_RELOAD,   HC_MSGID_BACKOFF,
 					  HC_MSGID_STOP,  HC_MSGID_PRESSURE, HC_MSGID_PASS};
 	FILE *f = fopen(HC_FIXTURES "/../../man/hugecollapsed.8", "r");
 	static char man[1 << 20];

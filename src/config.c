@@ -421,7 +421,7 @@ static const char *normalize_cgroup_path(const char *in, char *out)
 
 static bool parse_cgroup_path(struct parse *p, const struct key_def *k, const char *v)
 {
-	char *norm = malloc(strlen(v) + 2);
+	char *norm = calloc(1, strlen(v) + 2); /* zeroed: the analyzer cannot see normalize terminate it */
 	const char *why;
 
 	if (!norm)

@@ -35,7 +35,7 @@ static void trim(char *s)
 			*dot = '\0';
 	}
 	if (!strcmp(s, "-0"))
-		strcpy(s, "0");
+		memmove(s, s + 1, 2);
 }
 
 size_t format_number(char *buf, size_t len, double v, unsigned sig)

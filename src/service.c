@@ -443,11 +443,9 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		s->reload.failures++;
 		snprintf(s->reload_err, sizeof(s->reload_err), "%s", err);
 		log_reload_failed(err);
-	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
-		log_reload_failed(err);
-		config_free(&next);
-	} else if (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err))) {
-		/* Started in observe mode on a kernel without MADV_COLLAPSE. */
+	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0 ||
+		   /* started in observe mode on a kernel without MADV_COLLAPSE */
+		   (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err)))) {
 		log_reload_failed(err);
 		config_free(&next);
 	} else {

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fuzzes config_policy_for(), the cgroup path matcher, against a plain
- * restatement of its contract (config.h): the rule with the longest path
- * that equals the cgroup or is a whole-component prefix of it, "/" matching
- * everything, the defaults if none.
+ * restatement of its contract (config.h) for literal paths: the rule with
+ * the longest path that equals the cgroup or is a whole-component prefix
+ * of it, "/" matching everything, the defaults if none. Rule lines with a
+ * wildcard ('*', '?', '[') are patterns, whose order test_config checks on
+ * fixtures; here they must match only as fnmatch(3) says, and a pattern
+ * config_check_pattern() accepts must never crash the matcher.
  *
  * Input: lines; the first is the cgroup as /proc/PID/cgroup gives it (any
  * bytes), the others are rule paths. Rules are normalized and made unique
  * first, as config_load() guarantees ("//a/./b/" -> "/a/b"). */
+#include <fnmatch.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -82,7 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(path);
 			continue;
 		}
+		if (strpbrk(path, "*?[") && config_check_pattern(path)) {
+			free(path); /* config_load() refuses it */
+			continue;
+		}
 		rules[nrules] = (struct cgroup_rule){.path = path, .policy = c.defaults};
+		config_rule_init(&rules[nrules]);
 		rules[nrules].policy.weight = (unsigned)nrules + 1; /* tells rules apart */
 		nrules++;
 	}
@@ -93,12 +102,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < nrules; i++) {
 		size_t n = strlen(rules[i].path);
 
+		if (rules[i].glob) {
+			/* A pattern matches as fnmatch says, or not at all. */
+			if (config_rule_matches(&rules[i], cgroup) !=
+			    (fnmatch(rules[i].path, cgroup, FNM_PATHNAME | FNM_NOESCAPE | FNM_LEADING_DIR) == 0))
+				abort();
+			continue;
+		}
 		if (matches(rules[i].path, cgroup) && n > best_len) {
 			want = &rules[i].policy;
 			best_len = n;
 		}
 	}
 	got = config_policy_for(&c, cgroup);
+	/* With a matching pattern in play the oracle is test_config's. */
+	for (size_t i = 0; i < nrules; i++)
+		if (rules[i].glob && config_rule_matches(&rules[i], cgroup))
+			want = got;
 	if (got != want)
 		abort();
 

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -49,7 +50,7 @@ static const struct policy policy_default = {
 
 /* ---- keys ---- */
 
-enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_SCOPE, K_CGROUP_PATH };
+enum key_kind { K_UINT, K_BOOL, K_STRING, K_KHUGEPAGED, K_SCOPE, K_CGROUP_PATH, K_MODE };
 enum key_home { IN_DAEMON, IN_POLICY, IN_RULE }; /* struct config, struct policy, [cgroup] only */
 
 struct key_def {
@@ -74,6 +75,7 @@ static const struct key_def keys[] = {
     DAEMON_KEY(metrics_file, K_STRING, 0, 0),
     DAEMON_KEY(cgroup_dir, K_STRING, 0, 0),
     DAEMON_KEY(khugepaged, K_KHUGEPAGED, 0, 0),
+    DAEMON_KEY(mode, K_MODE, 0, 0),
     DAEMON_KEY(state_file, K_STRING, 0, 0),
     DAEMON_KEY(full_rescan_s, K_UINT, 1, 86400),
     DAEMON_KEY(alloc_backoff_ms, K_UINT, 0, 3600000),
@@ -356,6 +358,17 @@ static bool parse_scope(struct parse *p, const struct key_def *k, const char *v,
 	return fail(p, "key '%s': '%s' is not one of kernel, madvise, always", k->name, v);
 }
 
+static bool parse_mode(struct parse *p, const struct key_def *k, const char *v, enum run_mode *out)
+{
+	for (int m = RUN_COLLAPSE; m <= RUN_OBSERVE; m++) {
+		if (!strcasecmp(v, run_mode_name((enum run_mode)m))) {
+			*out = (enum run_mode)m;
+			return true;
+		}
+	}
+	return fail(p, "key '%s': '%s' is not one of collapse, observe", k->name, v);
+}
+
 static bool parse_string(struct parse *p, const struct key_def *k, const char *v, char **out)
 {
 	char *dup;
@@ -409,7 +422,7 @@ static const char *normalize_cgroup_path(const char *in, char *out)
 
 static bool parse_cgroup_path(struct parse *p, const struct key_def *k, const char *v)
 {
-	char *norm = malloc(strlen(v) + 2);
+	char *norm = calloc(1, strlen(v) + 2); /* zeroed: the analyzer cannot see normalize terminate it */
 	const char *why;
 
 	if (!norm)
@@ -418,6 +431,12 @@ static bool parse_cgroup_path(struct parse *p, const struct key_def *k, const ch
 	if (why) {
 		free(norm);
 		return fail(p, "key '%s': '%s' %s", k->name, v, why);
+	}
+	why = config_check_pattern(norm);
+	if (why) {
+		fail(p, "key '%s': '%s' %s", k->name, v, why);
+		free(norm);
+		return false;
 	}
 	for (size_t i = 0; i < p->c->nrules; i++) {
 		const struct cgroup_rule *r = &p->c->rules[i];
@@ -509,6 +528,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return parse_scope(p, k, value, (enum thp_scope *)(base + k->off));
 	case K_CGROUP_PATH:
 		return parse_cgroup_path(p, k, value);
+	case K_MODE:
+		return parse_mode(p, k, value, (enum run_mode *)(base + k->off));
 	}
 	return fail(p, "key '%s': internal error", name);
 }
@@ -813,6 +834,33 @@ oom:
 	return NULL;
 }
 
+static unsigned path_depth(const char *path)
+{
+	unsigned n = 0;
+
+	for (const char *s = path; *s; s++)
+		n += *s == '/' && s[1];
+	return n;
+}
+
+static size_t literal_bytes(const char *path);
+
+void config_rule_init(struct cgroup_rule *r)
+{
+	r->literal_prefix = strcspn(r->path, "*?[");
+	r->glob = r->path[r->literal_prefix] != '\0';
+	r->depth = path_depth(r->path);
+	r->literals = literal_bytes(r->path);
+}
+
+static struct cgroup_rule rule_new(char *path, char *file, unsigned line, const struct policy *policy)
+{
+	struct cgroup_rule r = {.path = path, .file = file, .line = line, .policy = *policy};
+
+	config_rule_init(&r);
+	return r;
+}
+
 static bool load_cgroup_file(struct config *c, int dirfd, const char *name, bool skip_owner_check, char *msg,
 			     size_t msglen)
 {
@@ -844,7 +892,7 @@ static bool load_cgroup_file(struct config *c, int dirfd, const char *name, bool
 		goto out;
 	}
 	c->rules = grown;
-	c->rules[c->nrules++] = (struct cgroup_rule){p.rule_path, shown, p.rule_line, policy};
+	c->rules[c->nrules++] = rule_new(p.rule_path, shown, p.rule_line, &policy);
 	p.rule_path = shown = NULL; /* owned by the rule now */
 	ok = true;
 out:
@@ -1029,30 +1077,146 @@ void config_free(struct config *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* ---- which rule: literal paths and patterns ---- */
+
+#define GLOB_FLAGS (FNM_PATHNAME | FNM_NOESCAPE | FNM_LEADING_DIR)
+
+/* The [...] at s (s[0] == '['), within one component (the caller's s ends
+ * at its '/' or NUL): the length through its ']', or 0 if it has none.
+ * *why says what else is wrong. */
+static size_t bracket_len(const char *s, size_t n, const char **why)
+{
+	static const char *const classes[] = {"alnum", "alpha", "blank", "cntrl", "digit", "graph",
+					      "lower", "print", "punct", "space", "upper", "xdigit"};
+	size_t i = 1;
+
+	if (i < n && (s[i] == '!' || s[i] == '^'))
+		i++;
+	if (i < n && s[i] == ']') /* a ']' first is a member */
+		i++;
+	for (; i < n; i++) {
+		if (s[i] == ']')
+			return i + 1;
+		if (s[i] == '[' && i + 1 < n && (s[i + 1] == ':' || s[i + 1] == '=' || s[i + 1] == '.')) {
+			const char *end = memchr(s + i + 2, ']', n - i - 2);
+			size_t len = end ? (size_t)(end - (s + i + 2)) : 0;
+			bool known = false;
+
+			if (s[i + 1] != ':') {
+				*why = "uses [= =] or [. .], which cgroup names have no use for";
+				return 0;
+			}
+			if (!end || len < 1 || s[i + 2 + len - 1] != ':') {
+				*why = "has a '[:' without its ':]'";
+				return 0;
+			}
+			for (size_t k = 0; k < sizeof(classes) / sizeof(classes[0]); k++)
+				known |= strlen(classes[k]) == len - 1 && !strncmp(classes[k], s + i + 2, len - 1);
+			if (!known) {
+				*why = "names an unknown [:class:]";
+				return 0;
+			}
+			i = (size_t)(end - s);
+		}
+	}
+	return 0;
+}
+
+/* Bytes of path outside '*', '?' and [...] (a '[' without its ']' counts
+ * as one: config_check_pattern() refuses it anyway). */
+static size_t literal_bytes(const char *path)
+{
+	const char *why = NULL;
+	size_t lit = 0;
+
+	for (const char *s = path; *s;) {
+		size_t n = strcspn(s, "/"), len;
+
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] == '*' || s[i] == '?')
+				continue;
+			len = s[i] == '[' ? bracket_len(s + i, n - i, &why) : 0;
+			if (len)
+				i += len - 1;
+			else
+				lit++;
+		}
+		s += n;
+		if (*s == '/')
+			s++, lit++;
+	}
+	return lit;
+}
+
+const char *config_check_pattern(const char *pattern)
+{
+	const char *why = NULL;
+
+	if (strstr(pattern, "**"))
+		return "has '**': '*' matches within one path component, never across '/'; write one per component";
+	for (const char *s = pattern; *s;) {
+		size_t n = strcspn(s, "/"), len;
+
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] != '[')
+				continue;
+			len = bracket_len(s + i, n - i, &why);
+			if (!len)
+				return why ? why
+					   : "has a '[' without its ']' in the same component (for a literal '[' write "
+					     "[[])";
+			i += len - 1;
+		}
+		s += n;
+		if (*s == '/')
+			s++;
+	}
+	/* glibc's own verdict, for what the checks above may have missed. */
+	if (fnmatch(pattern, "/", GLOB_FLAGS) != 0 && fnmatch(pattern, "/", GLOB_FLAGS) != FNM_NOMATCH)
+		return "is not a valid pattern";
+	return NULL;
+}
+
+bool config_rule_matches(const struct cgroup_rule *r, const char *cgroup)
+{
+	size_t n;
+
+	if (r->glob)
+		return fnmatch(r->path, cgroup, GLOB_FLAGS) == 0;
+	n = strlen(r->path);
+	if (n == 1) /* "/" */
+		return true;
+	return !strncmp(cgroup, r->path, n) && (cgroup[n] == '\0' || cgroup[n] == '/');
+}
+
+bool config_rule_more_specific(const struct cgroup_rule *a, const struct cgroup_rule *b)
+{
+	if (a->depth != b->depth)
+		return a->depth > b->depth;
+	if (a->glob != b->glob)
+		return !a->glob;
+	if (a->literals != b->literals)
+		return a->literals > b->literals;
+	if (a->literal_prefix != b->literal_prefix)
+		return a->literal_prefix > b->literal_prefix;
+	return strcmp(a->path, b->path) < 0;
+}
+
 /* Linear in the number of rules (times the path length): tens of rules are
  * expected, and the caller caches the answer per process. */
 const struct policy *config_policy_for(const struct config *c, const char *cgroup)
 {
-	const struct policy *best = &c->defaults;
-	size_t best_len = 0;
+	const struct cgroup_rule *best = NULL;
 
 	if (!cgroup)
-		return best;
+		return &c->defaults;
 	for (size_t i = 0; i < c->nrules; i++) {
-		const char *rp = c->rules[i].path;
-		size_t n = strlen(rp);
-		bool match;
+		const struct cgroup_rule *r = &c->rules[i];
 
-		if (n == 1) /* "/" */
-			match = true;
-		else
-			match = !strncmp(cgroup, rp, n) && (cgroup[n] == '\0' || cgroup[n] == '/');
-		if (match && n > best_len) {
-			best = &c->rules[i].policy;
-			best_len = n;
-		}
+		if (config_rule_matches(r, cgroup) && (!best || config_rule_more_specific(r, best)))
+			best = r;
 	}
-	return best;
+	return best ? &best->policy : &c->defaults;
 }
 
 const char *khugepaged_mode_name(enum khugepaged_mode m)
@@ -1079,4 +1243,20 @@ const char *thp_scope_name(enum thp_scope s)
 		return "always";
 	}
 	return "?";
+}
+
+const char *run_mode_name(enum run_mode m)
+{
+	switch (m) {
+	case RUN_COLLAPSE:
+		return "collapse";
+	case RUN_OBSERVE:
+		return "observe";
+	}
+	return "?";
+}
+
+enum khugepaged_mode config_khugepaged_in_force(const struct config *c)
+{
+	return c->mode == RUN_OBSERVE ? KHUGEPAGED_KEEP : c->khugepaged;
 }

@@ -18,6 +18,15 @@ enum khugepaged_mode {
 	KHUGEPAGED_OFF,  /* PMD-size THP enabled=never: the thread exits */
 };
 
+/* [daemon] mode: collapse (the default), or observe for a first rollout:
+ * scan, classify and report, but collapse nothing, write no THP or
+ * khugepaged knob (whatever khugepaged = says) and no process's memory
+ * (no lazy-free probe, no clear_refs). */
+enum run_mode {
+	RUN_COLLAPSE,
+	RUN_OBSERVE,
+};
+
 /* Which VMAs the THP policy lets us collapse ([collapse] scope). */
 enum thp_scope {
 	THP_SCOPE_KERNEL,  /* where khugepaged may, under the policy in force before we changed it */
@@ -45,10 +54,15 @@ struct policy {
 };
 
 struct cgroup_rule {
-	char *path; /* normalized cgroup v2 path: "/", "/system.slice/foo.service" */
+	char *path; /* normalized cgroup v2 path: "/", "/system.slice/foo.service",
+		     * or a pattern: "/kubepods.slice/x/cri-containerd-*.scope" */
 	char *file; /* where it came from, for messages */
 	unsigned line;
 	struct policy policy;
+	bool glob;             /* path holds '*', '?' or '[': matched by fnmatch(3) */
+	unsigned depth;        /* components: "/" 0, "/a/b" 2 */
+	size_t literal_prefix; /* bytes before the first wildcard (strlen(path) if none) */
+	size_t literals;       /* bytes outside '*', '?' and [...] */
 };
 
 struct config {
@@ -58,6 +72,7 @@ struct config {
 	char *metrics_file;              /* see config_default_metrics_file(); "" = none */
 	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
 	enum khugepaged_mode khugepaged; /* keep */
+	enum run_mode mode;              /* collapse */
 	char *state_file;                /* /run/hugecollapsed/khugepaged.state; "" = memory only */
 	unsigned full_rescan_s;          /* 300, 1..86400 */
 	unsigned alloc_backoff_ms;       /* 60000, 0..3600000 */
@@ -101,10 +116,38 @@ int config_load(const char *path, bool missing_ok, bool skip_owner_check, struct
 
 void config_free(struct config *c);
 
-/* The policy for a cgroup path: the rule with the longest path that equals
- * cgroup or is a whole-component prefix of it ("/a" matches "/a" and "/a/b",
- * not "/ab"); the defaults if none. */
+/* The policy for a cgroup path; the defaults if no rule matches. A rule
+ * matches the cgroup it names and its descendants: "/a" matches "/a" and
+ * "/a/b", not "/ab"; a pattern the same way, component by component with
+ * fnmatch(3) (FNM_PATHNAME: '*', '?' and '[...]' never match '/';
+ * FNM_NOESCAPE: a backslash is an ordinary character, as in systemd's
+ * "\x2d"), so "/k/x-*" matches "/k/x-1" and "/k/x-1/sub". Of several
+ * matches the most specific wins (config_rule_more_specific). */
 const struct policy *config_policy_for(const struct config *c, const char *cgroup);
+
+/* Whether rule a beats rule b when both match one cgroup: the deeper
+ * (more components: it matched a nearer ancestor), then at equal depth a
+ * literal path over a pattern, then the pattern with more literal bytes
+ * (outside '*', '?' and [...]: ".../cri-containerd-db*.scope" over
+ * ".../cri-containerd-*.scope"), then the longer literal prefix (bytes
+ * before the first wildcard), then the path first in byte order. A total
+ * order: the winner does not depend on file names or reading order. Pure. */
+bool config_rule_more_specific(const struct cgroup_rule *a, const struct cgroup_rule *b);
+
+/* Sets r's glob, depth and literal_prefix from r->path (config_load does;
+ * for rules built by hand). */
+void config_rule_init(struct cgroup_rule *r);
+
+/* Whether rule r matches cgroup (a normalized path). Pure. */
+bool config_rule_matches(const struct cgroup_rule *r, const char *cgroup);
+
+/* NULL if pattern (a normalized path) is a pattern this file accepts, else
+ * why not: an unterminated '[', an unknown [:class:], "**". Pure. */
+const char *config_check_pattern(const char *pattern);
 
 const char *khugepaged_mode_name(enum khugepaged_mode m);
 const char *thp_scope_name(enum thp_scope s); /* "kernel", "madvise", "always" */
+const char *run_mode_name(enum run_mode m);   /* "collapse", "observe" */
+/* The khugepaged mode a configuration puts in force: keep in observe mode
+ * (no knob is written), else its khugepaged =. */
+enum khugepaged_mode config_khugepaged_in_force(const struct config *c);

@@ -216,7 +216,7 @@ static void log_thp_policy(const struct config *cfg, bool prctl_exact)
 
 static int run_once(const struct cli *c)
 {
-	struct pass_options o = {.dry_run = c->dry_run, .unlimited = true, .pids = c->pids, .npids = c->npids};
+	struct pass_options o = {.unlimited = true, .pids = c->pids, .npids = c->npids};
 	struct timespec ts = {c->sample_ms / 1000, (long)(c->sample_ms % 1000) * 1000000L};
 	struct pass_stats ps;
 	struct kernel_features kf;
@@ -227,7 +227,9 @@ static int run_once(const struct cli *c)
 
 	if (load_config(c, &cfg) < 0)
 		return EXIT_CONFIG;
-	if (check_privileges(!c->dry_run, msg, sizeof(msg)) < 0) {
+	/* mode = observe makes every --once a dry run. */
+	o.dry_run = c->dry_run || cfg.mode == RUN_OBSERVE;
+	if (check_privileges(!o.dry_run, msg, sizeof(msg)) < 0) {
 		log_err("%s", msg);
 		config_free(&cfg);
 		return EXIT_PRIVILEGE;
@@ -239,7 +241,7 @@ static int run_once(const struct cli *c)
 			return EXIT_ERROR;
 		}
 	/* A dry run needs no MADV_COLLAPSE: it shows what would be done. */
-	if (kernel_features_start(khugepaged_sysfs_dir(), KHUGEPAGED_KEEP, !log_is_verbose(), &kf) < 0 && !c->dry_run) {
+	if (kernel_features_start(khugepaged_sysfs_dir(), KHUGEPAGED_KEEP, !log_is_verbose(), &kf) < 0 && !o.dry_run) {
 		config_free(&cfg);
 		return EXIT_ERROR;
 	}
@@ -265,9 +267,9 @@ static int run_once(const struct cli *c)
 	if (r < 0)
 		log_err("pass failed: %s", strerror(-r));
 	else if (c->json)
-		report_json(stdout, &e, &o, &ps, c->dry_run);
+		report_json(stdout, &e, &o, &ps, o.dry_run);
 	else
-		report_text(stdout, &e, &o, &ps, c->dry_run || log_is_verbose());
+		report_text(stdout, &e, &o, &ps, o.dry_run || log_is_verbose());
 	engine_free(&e);
 	config_free(&cfg);
 	if (r < 0)
@@ -306,7 +308,8 @@ int main(int argc, char **argv)
 	if (c.check_config) {
 		if (load_config(&c, &cfg) < 0)
 			return EXIT_CONFIG;
-		printf("%s: OK (%zu cgroup policies)\n", cfg.path ? cfg.path : "built-in defaults", cfg.nrules);
+		printf("%s: OK (%zu cgroup policies%s)\n", cfg.path ? cfg.path : "built-in defaults", cfg.nrules,
+		       cfg.mode == RUN_OBSERVE ? ", mode = observe: nothing is collapsed, no knob is written" : "");
 		config_free(&cfg);
 		return EXIT_OK;
 	}

@@ -235,7 +235,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	if (ok)
 		add_cgroup_bytes(e, proc_state_cgroup(s), (uint64_t)ok * HPAGE_SIZE);
 	if (ok && e->log_collapses)
-		log_proc(LOG_INFO, s->pid, proc_state_cgroup(s), "collapsed", "pid %d (%s): collapsed %zu MiB",
+		/* Debug: the pass's one line sums them (service.c). */
+		log_proc(LOG_DEBUG, s->pid, proc_state_cgroup(s), "collapsed", "pid %d (%s): collapsed %zu MiB",
 			 (int)s->pid, s->prev.comm, ok * 2);
 	for (size_t i = 0; i < n; i++) {
 		enum collapse_outcome oc = cr->out[i];
@@ -277,8 +278,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 				s->enomem_streak++;
 			wait = enomem_backoff_s(e->cfg->alloc_backoff_ms, s->enomem_streak);
 			s->backoff_until = now + wait;
-			log_proc(
-			    LOG_WARNING, s->pid, proc_state_cgroup(s), "enomem",
+			log_proc_id(
+			    LOG_WARNING, HC_MSGID_BACKOFF, s->pid, proc_state_cgroup(s), "enomem",
 			    "pid %d (%s): no huge page available (%u in a row): backing off this process for %.0f ms",
 			    (int)s->pid, s->prev.comm, (unsigned)s->enomem_streak, wait * 1e3);
 			if (++cr->enomem_procs >= ENOMEM_PROCS_PER_PASS)

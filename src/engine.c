@@ -56,16 +56,26 @@ static bool pressure_pauses(struct engine *e, double now)
 		m->paused = true;
 		m->paused_since = now;
 		m->pauses++;
-		log_warn("host memory pressure (%s: PSI some %.2f%% full %.2f%%, free %llu MiB, high watermarks %llu "
-			 "MiB): collapsing paused",
-			 mem_pressure_sign_name(sign), m->psi.some_avg10, m->psi.full_avg10,
-			 (unsigned long long)(m->free_pages >> 8), (unsigned long long)(m->high_pages >> 8));
+		log_id(LOG_WARNING, HC_MSGID_PRESSURE,
+		       "host memory pressure (%s: PSI some %.2f%% full %.2f%%, free %llu MiB, high watermarks %llu "
+		       "MiB): collapsing paused",
+		       mem_pressure_sign_name(sign), m->psi.some_avg10, m->psi.full_avg10,
+		       (unsigned long long)(m->free_pages >> 8), (unsigned long long)(m->high_pages >> 8));
 	} else if (sign == MEM_PRESSURE_NONE && m->paused) {
 		m->paused = false;
 		m->paused_s += now - m->paused_since;
-		log_info("host memory pressure over after %.1f s: collapsing resumes", now - m->paused_since);
+		log_id(LOG_INFO, HC_MSGID_PRESSURE, "host memory pressure over after %.1f s: collapsing resumes",
+		       now - m->paused_since);
 	}
 	return m->paused;
+}
+
+static void open_vmstat(struct engine *e, const struct config *cfg)
+{
+	if (cfg->mode == RUN_OBSERVE || e->vmstat.fd >= 0)
+		return;
+	if (vmstat_reader_open(&e->vmstat) < 0)
+		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
 }
 
 int engine_enumerate_procs(void *ctx, struct proc_table *out)
@@ -81,9 +91,10 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->cfg = cfg;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->madvise_fn = sys_process_madvise;
-	/* Without it every ENOMEM backs off, as before (collapse.h). */
-	if (vmstat_reader_open(&e->vmstat) < 0)
-		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
+	/* Without it every ENOMEM backs off, as before (collapse.h). Only
+	 * collapsing needs it: observe mode opens it when a reload switches. */
+	e->vmstat.fd = -1;
+	open_vmstat(e, cfg);
 	e->alloc_failed = read_alloc_failed;
 	e->alloc_failed_ctx = &e->vmstat;
 	mem_pressure_init(&e->pressure);
@@ -270,6 +281,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 
 	e->cfg = cfg;
 	e->policy_gen++; /* what was closed under the old rules may not be */
+	open_vmstat(e, cfg);
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
 	/* Without memory, the rules past the old count get no budget until
@@ -398,6 +410,21 @@ static bool pass_can_idle(struct engine *e, double now)
 	return !e->mapped_moved;
 }
 
+/* What a dry run leaves: every candidate past the memory cgroup gate would
+ * be collapsed, within the budget's rate. Counts its distinct processes. */
+static void count_would_collapse(struct engine *e, struct pass_stats *ps)
+{
+	unsigned char *seen = e->nst ? calloc(e->nst, 1) : NULL;
+
+	ps->would_collapse_bytes = (uint64_t)e->ncands * HPAGE_SIZE;
+	for (size_t i = 0; seen && i < e->ncands; i++)
+		if (e->cands[i].proc < e->nst && !seen[e->cands[i].proc]) {
+			seen[e->cands[i].proc] = 1;
+			ps->procs_would_collapse++;
+		}
+	free(seen);
+}
+
 int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
 {
 	struct pid_filter f = pass_filter(e, o);
@@ -458,6 +485,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	}
 	ps->pagemap_ops = e->scanner.stats.scan_ioctls + e->scanner.stats.pagemap_preads;
 	r = build_candidates(e, o, ps, now);
+	if (r == 0 && o->dry_run)
+		count_would_collapse(e, ps);
 	t1 = e->now();
 	ps->scan_s = t1 - t0;
 	if (r == 0 && !o->dry_run) {

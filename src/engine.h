@@ -63,6 +63,10 @@ struct pass_stats {
 	bool pressure_paused;       /* no collapse this pass: host memory pressure (mem_pressure.h) */
 	bool idle;                  /* skipped: no fault anywhere, nothing pending */
 	bool missing_privilege;     /* EPERM/EACCES from the kernel */
+	/* A dry run (mode = observe, --dry-run): the candidates this pass
+	 * would have collapsed, given the budget's time, and their processes. */
+	uint64_t would_collapse_bytes;
+	unsigned procs_would_collapse;
 };
 
 struct pass_options {

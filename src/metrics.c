@@ -125,6 +125,24 @@ static void metrics_format_latency(FILE *f, const struct engine *e)
 			 &e->pass_hist);
 }
 
+/* mode = observe (config.h): what the daemon would have collapsed. */
+static void metrics_format_observe(FILE *f, const struct engine *e)
+{
+	bool observe = e->cfg && e->cfg->mode == RUN_OBSERVE;
+
+	scalar_u64(f, "hugecollapsed_observe_only", "gauge",
+		   "1 in mode = observe: ranges are scanned and reported, nothing is collapsed and no THP or "
+		   "khugepaged knob is written.",
+		   observe);
+	scalar_u64(f, "hugecollapsed_would_collapse_bytes", "gauge",
+		   "mode = observe: bytes of the candidate ranges the last pass would have collapsed (within the "
+		   "memory cgroup limits, at the budget's rate); 0 when collapsing.",
+		   observe ? e->last.would_collapse_bytes : 0);
+	scalar_u64(f, "hugecollapsed_would_collapse_processes", "gauge",
+		   "mode = observe: processes holding those ranges; 0 when collapsing.",
+		   observe ? e->last.procs_would_collapse : 0);
+}
+
 static struct metrics_reload reload = {.last_ok = true};
 
 void metrics_set_reload(const struct metrics_reload *r)
@@ -204,6 +222,7 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	header(f, "hugecollapsed_memory_pressure_check_seconds_total", "counter",
 	       "Time spent reading /proc/pressure/memory and /proc/zoneinfo.");
 	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure.read_s);
+	metrics_format_observe(f, e);
 	coverage_metrics_format(f, e); /* coverage_metrics.h */
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collapse.h"
+#include "json_number.h"
 #include "log.h"
 #include "report_table.h"
 #include "scan_result.h"
@@ -174,9 +175,12 @@ static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 	fprintf(f, ",\"cgroup\":");
 	json_string(f, s->cgroup ? s->cgroup : "");
 	fprintf(f, ",\"cgroup_unknown\":%s", s->cgroup_unknown ? "true" : "false");
-	fprintf(f, ",\"enabled\":%s,\"activity\":{\"cpu\":%.4f,\"faults\":%.4f},\"results\":",
-		(s->policy && !s->policy->enable) || s->cgroup_unknown ? "false" : "true", s->activity.cpu,
-		s->activity.faults);
+	fprintf(f, ",\"enabled\":%s,\"activity\":{\"cpu\":",
+		(s->policy && !s->policy->enable) || s->cgroup_unknown ? "false" : "true");
+	json_number(f, s->activity.cpu, JSON_SIG_SCORE);
+	fprintf(f, ",\"faults\":");
+	json_number(f, s->activity.faults, JSON_SIG_SCORE);
+	fprintf(f, "},\"results\":");
 	json_results(f, s->results);
 	json_usage_ranges(f, v, idx);
 	fprintf(f, ",\"candidates\":[");
@@ -185,8 +189,10 @@ static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 
 		if (c->proc != idx)
 			continue;
-		fprintf(f, "%s{\"addr\":\"0x%llx\",\"rank\":%zu,\"score\":%.6f,\"present\":%u,\"tier\":\"%s\"}",
-			first ? "" : ",", (unsigned long long)c->addr, i + 1, c->score, c->present, tier_name(c->tier));
+		fprintf(f, "%s{\"addr\":\"0x%llx\",\"rank\":%zu,\"score\":", first ? "" : ",",
+			(unsigned long long)c->addr, i + 1);
+		json_number(f, c->score, JSON_SIG_SCORE);
+		fprintf(f, ",\"present\":%u,\"tier\":\"%s\"}", c->present, tier_name(c->tier));
 		first = false;
 	}
 	fprintf(f, "]}");
@@ -198,10 +204,15 @@ void report_json(FILE *f, const struct engine *e, const struct pass_options *o, 
 	struct engine_view v = engine_view(e);
 	bool first = true;
 
-	fprintf(f, "{\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,\"scan_seconds\":%.6f,", HC_VERSION,
-		o->dry_run ? "true" : "false", (unsigned long long)ps->collapsed_bytes, ps->scan_s);
-	fprintf(f, "\"collapse_seconds\":%.6f,\"backing_off\":%s,\"pressure_paused\":%s,", ps->collapse_s,
-		ps->backing_off ? "true" : "false", ps->pressure_paused ? "true" : "false");
+	fprintf(f, "{\"schema_version\":%d,\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,",
+		REPORT_JSON_SCHEMA_VERSION, HC_VERSION, o->dry_run ? "true" : "false",
+		(unsigned long long)ps->collapsed_bytes);
+	fprintf(f, "\"would_collapse_bytes\":%llu,\"scan_seconds\":", (unsigned long long)ps->would_collapse_bytes);
+	json_number(f, ps->scan_s, JSON_SIG_SECONDS);
+	fprintf(f, ",\"collapse_seconds\":");
+	json_number(f, ps->collapse_s, JSON_SIG_SECONDS);
+	fprintf(f, ",\"backing_off\":%s,\"pressure_paused\":%s,", ps->backing_off ? "true" : "false",
+		ps->pressure_paused ? "true" : "false");
 	fprintf(f, "\"processes_total\":%u,\"processes_scanned\":%u,\"processes_unchanged\":%u,", ps->procs_total,
 		ps->procs_scanned, ps->procs_unchanged);
 	fprintf(f,

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cgroup2.h"
 #include "cgroup_hier.h"
@@ -48,6 +49,8 @@ struct service {
 	double last_report;          /* monotonic seconds of the last metrics/STATUS */
 	struct metrics_reload reload;
 	char reload_err[1024]; /* why the last reload failed, for STATUS= */
+	uint64_t logged_would; /* observe mode: what the last pass line said (log_pass) */
+	unsigned logged_would_procs;
 	int exit_status;
 };
 
@@ -57,6 +60,16 @@ static void notify_status(struct service *s)
 
 	/* A failed reload stays in the line until one succeeds: systemctl
 	 * status shows it, not only the journal. */
+	if (s->cfg.mode == RUN_OBSERVE) {
+		sd_notifyf(0,
+			   "STATUS=pass %llu, observe only: would collapse %.0f MiB in %u processes, %u active "
+			   "processes, no knob changed%s%s",
+			   (unsigned long long)e->passes, e->last.would_collapse_bytes / MIB,
+			   e->last.procs_would_collapse, e->last.procs_active,
+			   s->reload.last_ok ? "" : "; RELOAD FAILED, previous configuration in force: ",
+			   s->reload.last_ok ? "" : s->reload_err);
+		return;
+	}
 	sd_notifyf(0, "STATUS=pass %llu: %.0f MiB collapsed (%.0f this pass), %u active processes, khugepaged %s%s%s%s",
 		   (unsigned long long)e->passes, e->total.collapsed_bytes / MIB, e->last.collapsed_bytes / MIB,
 		   e->last.procs_active, khugepaged_mode_name(s->khp.mode),
@@ -95,10 +108,54 @@ static bool stop_requested(void)
 	return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
 }
 
+/* At most one line per pass, structured (HC_MSGID_PASS and the numbers as
+ * fields): when it collapsed something, in observe mode when what it would
+ * collapse changed, and every pass that did work with -v. The per-process
+ * lines behind it are debug (dispatch.c). */
+static void log_pass(struct service *s, const struct pass_stats *ps)
+{
+	bool observe = s->cfg.mode == RUN_OBSERVE;
+	bool changed = ps->would_collapse_bytes != s->logged_would || ps->procs_would_collapse != s->logged_would_procs;
+	char f[8][64];
+	const char *fields[8];
+	unsigned long long pass = (unsigned long long)s->engine.passes;
+
+	if (ps->idle || !(log_is_verbose() || (observe ? changed : ps->collapsed_bytes > 0)))
+		return;
+	snprintf(f[0], sizeof(f[0]), "HUGECOLLAPSED_PASS=%llu", pass);
+	snprintf(f[1], sizeof(f[1]), "HUGECOLLAPSED_COLLAPSED_BYTES=%llu", (unsigned long long)ps->collapsed_bytes);
+	snprintf(f[2], sizeof(f[2]), "HUGECOLLAPSED_WOULD_COLLAPSE_BYTES=%llu",
+		 (unsigned long long)ps->would_collapse_bytes);
+	snprintf(f[3], sizeof(f[3]), "HUGECOLLAPSED_PROCESSES_SCANNED=%u", ps->procs_scanned);
+	snprintf(f[4], sizeof(f[4]), "HUGECOLLAPSED_PROCESSES_TOTAL=%u", ps->procs_total);
+	snprintf(f[5], sizeof(f[5]), "HUGECOLLAPSED_SCAN_USEC=%.0f", ps->scan_s * 1e6);
+	snprintf(f[6], sizeof(f[6]), "HUGECOLLAPSED_COLLAPSE_USEC=%.0f", ps->collapse_s * 1e6);
+	snprintf(f[7], sizeof(f[7]), "HUGECOLLAPSED_MODE=%s", run_mode_name(s->cfg.mode));
+	for (int i = 0; i < 8; i++)
+		fields[i] = f[i];
+	s->logged_would = ps->would_collapse_bytes;
+	s->logged_would_procs = ps->procs_would_collapse;
+	if (observe)
+		log_fields(LOG_INFO, HC_MSGID_PASS, fields, 8,
+			   "pass %llu (observe only): would collapse %.1f MiB in %u processes; scanned %u of %u "
+			   "processes (%u unchanged) in %.1f ms",
+			   pass, ps->would_collapse_bytes / MIB, ps->procs_would_collapse, ps->procs_scanned,
+			   ps->procs_total, ps->procs_unchanged, ps->scan_s * 1e3);
+	else
+		log_fields(LOG_INFO, HC_MSGID_PASS, fields, 8,
+			   "pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
+			   "collapse %.1f ms",
+			   pass, ps->collapsed_bytes / MIB, ps->procs_scanned, ps->procs_total, ps->procs_unchanged,
+			   ps->scan_s * 1e3, ps->collapse_s * 1e3);
+}
+
 /* Returns true if the pass was idle. */
 static bool run_pass(struct service *s)
 {
-	struct pass_options o = {.max_seconds = s->max_pass_s, .allow_idle = true, .interrupted = stop_requested};
+	struct pass_options o = {.max_seconds = s->max_pass_s,
+				 .allow_idle = true,
+				 .interrupted = stop_requested,
+				 .dry_run = s->cfg.mode == RUN_OBSERVE};
 	struct pass_stats ps;
 	double now;
 	int r;
@@ -106,11 +163,7 @@ static bool run_pass(struct service *s)
 	r = engine_pass(&s->engine, &o, &ps);
 	if (r < 0)
 		log_err("pass %llu failed: %s", (unsigned long long)s->engine.passes, strerror(-r));
-	if (!ps.idle && (ps.collapsed_bytes || log_is_verbose()))
-		log_info("pass %llu: collapsed %.1f MiB; scanned %u of %u processes (%u unchanged) in %.1f ms, "
-			 "collapse %.1f ms",
-			 (unsigned long long)s->engine.passes, ps.collapsed_bytes / MIB, ps.procs_scanned,
-			 ps.procs_total, ps.procs_unchanged, ps.scan_s * 1e3, ps.collapse_s * 1e3);
+	log_pass(s, &ps);
 	/* Every pass is reported, except passes less than a second apart that
 	 * collapsed nothing, at intervals under 100 ms: back to back the
 	 * doorbell may wake tens of passes a second on a busy machine, and
@@ -389,6 +442,15 @@ static void log_thp_policy(const struct service *s)
 			 line);
 }
 
+static const char *const reload_ok[] = {"HUGECOLLAPSED_RELOAD=ok"};
+
+static void log_reload_failed(const char *why)
+{
+	static const char *const failed[] = {"HUGECOLLAPSED_RELOAD=failed"};
+
+	log_fields(LOG_ERR, HC_MSGID_RELOAD, failed, 1, "reload failed, keeping the previous configuration: %s", why);
+}
+
 /* SIGHUP: a bad file keeps the whole old config. */
 static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -407,20 +469,31 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	if (!s->reload.last_ok) {
 		s->reload.failures++;
 		snprintf(s->reload_err, sizeof(s->reload_err), "%s", err);
-		log_err("reload failed, keeping the previous configuration: %s", err);
-	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0) {
-		log_err("reload failed, keeping the previous configuration: %s", err);
+		log_reload_failed(err);
+	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0 ||
+		   /* started in observe mode on a kernel without MADV_COLLAPSE */
+		   (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err)))) {
+		log_reload_failed(err);
 		config_free(&next);
 	} else {
-		bool policy_changed = next.khugepaged != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
+		bool policy_changed =
+		    config_khugepaged_in_force(&next) != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;
+
+		enum khugepaged_mode want = config_khugepaged_in_force(&next);
 
 		/* One apply moves from the old mode to the new one: it puts back
-		 * what the new mode leaves alone and keeps the recorded originals. */
-		if (next.khugepaged != s->khp.mode && khugepaged_apply(next.khugepaged, &s->khp, err, sizeof(err)) < 0)
+		 * what the new mode leaves alone and keeps the recorded originals.
+		 * Into observe mode that is keep: the knobs go back as a stop
+		 * puts them; out of it, khugepaged = takes effect now. */
+		if (want != s->khp.mode && khugepaged_apply(want, &s->khp, err, sizeof(err)) < 0)
 			log_err("khugepaged = %s: %s; every khugepaged knob is back at its original",
-				khugepaged_mode_name(next.khugepaged), err);
-		else if (next.khugepaged != s->cfg.khugepaged)
-			kernel_features_warn_mthp(&s->kf, next.khugepaged);
+				khugepaged_mode_name(want), err);
+		else if (want != config_khugepaged_in_force(&s->cfg))
+			kernel_features_warn_mthp(&s->kf, want);
+		if (next.mode != s->cfg.mode)
+			log_info("mode = %s from now on%s", run_mode_name(next.mode),
+				 next.mode == RUN_OBSERVE ? ": nothing is collapsed, the khugepaged knobs are as found"
+							  : "");
 		if (strcmp(next.state_file, s->khp.state_file))
 			log_warn("state_file: a change takes effect at the next start (still %s)",
 				 s->khp.state_file[0] ? s->khp.state_file : "none");
@@ -433,7 +506,8 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 			log_err("cannot reschedule passes after reload");
 		if (s->cfg.cold_watch != cold_watch_active(&s->engine.cold))
 			cold_watch_apply_config(s);
-		log_info("reloaded %s (%zu cgroup policies)", s->config_path, s->cfg.nrules);
+		log_fields(LOG_INFO, HC_MSGID_RELOAD, reload_ok, 1, "reloaded %s (%zu cgroup policies, mode = %s)",
+			   s->config_path, s->cfg.nrules, run_mode_name(s->cfg.mode));
 		if (policy_changed)
 			log_thp_policy(s);
 	}
@@ -448,7 +522,7 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
 	struct service *s = userdata;
 
 	(void)src;
-	log_info("received %s, stopping", strsignal((int)si->ssi_signo));
+	log_id(LOG_INFO, HC_MSGID_STOP, "received %s, stopping", strsignal((int)si->ssi_signo));
 	sd_notify(0, "STOPPING=1");
 	sd_event_exit(s->event, 0);
 	return 0;
@@ -487,11 +561,28 @@ static int setup_loop(struct service *s)
 	return 0;
 }
 
+/* mode = observe: nothing is written to sysfs, not even the originals a
+ * killed daemon left changed (that is --restore's job, or a collapsing
+ * daemon's): say so, and what khugepaged = would have done. */
+static void log_observe_start(const struct service *s)
+{
+	log_info("mode = observe: scanning and reporting only; nothing is collapsed and no THP or khugepaged knob "
+		 "is written%s%s%s",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? " (khugepaged = " : "",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? khugepaged_mode_name(s->cfg.khugepaged) : "",
+		 s->cfg.khugepaged != KHUGEPAGED_KEEP ? " is not applied)" : "");
+	if (s->khp.state_file[0] && access(s->khp.state_file, F_OK) == 0)
+		log_warn("%s records khugepaged knobs a daemon changed and did not put back; observe mode leaves "
+			 "them as they are: hugecollapsed --restore puts them back",
+			 s->khp.state_file);
+}
+
 int service_run(const char *config_path)
 {
 	struct service s = {
 	    .config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}, .reload = {.last_ok = true}};
 	char err[1024];
+	bool observe;
 	int r;
 
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
@@ -505,22 +596,28 @@ int service_run(const char *config_path)
 		config_free(&s.cfg);
 		return 1;
 	}
-	if (check_privileges(true, err, sizeof(err)) < 0) {
+	observe = s.cfg.mode == RUN_OBSERVE;
+	if (check_privileges(!observe, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=%s", err);
 		config_free(&s.cfg);
 		return 4;
 	}
-	if (kernel_features_start(khugepaged_sysfs_dir(), s.cfg.khugepaged, false, &s.kf) < 0) {
+	/* Observe mode needs no MADV_COLLAPSE: it shows what would be done. */
+	if (kernel_features_start(khugepaged_sysfs_dir(), config_khugepaged_in_force(&s.cfg), false, &s.kf) < 0 &&
+	    !observe) {
 		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", s.kf.release);
 		config_free(&s.cfg);
 		return 1;
 	}
-	khugepaged_log_state(s.cfg.khugepaged);
 	r = khugepaged_init(&s.khp, s.cfg.state_file);
 	if (r < 0)
 		snprintf(err, sizeof(err), "state_file %s: %s", s.cfg.state_file, strerror(-r));
-	if (r < 0 || khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0) {
+	if (observe)
+		log_observe_start(&s);
+	else
+		khugepaged_log_state(s.cfg.khugepaged);
+	if (r < 0 || (!observe && khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0)) {
 		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		config_free(&s.cfg);
@@ -549,8 +646,10 @@ int service_run(const char *config_path)
 		s.exit_status = 1;
 		goto out;
 	}
-	log_info("started: %s, scan every %u ms, budget %u MB/s, %zu cgroup policies", config_path,
-		 s.cfg.scan_interval_ms, s.cfg.defaults.budget_mb_per_s, s.cfg.nrules);
+	log_id(LOG_INFO, HC_MSGID_START,
+	       "started: %s, mode = %s, a pass %u ms after the end of the last, budget %u MB/s, %zu cgroup policies",
+	       config_path, run_mode_name(s.cfg.mode), s.cfg.scan_interval_ms, s.cfg.defaults.budget_mb_per_s,
+	       s.cfg.nrules);
 	sd_notify(0, "READY=1\nSTATUS=first sample taken, waiting for the first pass");
 	r = sd_event_loop(s.event);
 	if (r < 0) {

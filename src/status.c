@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json_number.h"
 #include "metrics.h"
 #include "report.h"
 #include "text_escape.h"
@@ -196,6 +197,12 @@ static void scalar_sample(struct status *st, const struct prom_sample *s)
 		st->last_pass = s->value;
 	else if (!strcmp(s->name, "hugecollapsed_backing_off"))
 		st->backing_off = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_observe_only"))
+		st->observe_only = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_would_collapse_bytes"))
+		st->would_collapse_bytes = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_would_collapse_processes"))
+		st->would_collapse_processes = s->value;
 	else if (!strcmp(s->name, "hugecollapsed_khugepaged_mode") && mode && s->value == 1)
 		for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 			if (!strcmp(mode, khugepaged_mode_name(m)))
@@ -287,6 +294,9 @@ static double pct(double ratio)
 
 void status_print_tables(FILE *out, const struct status *st)
 {
+	if (st->observe_only == 1)
+		fprintf(out, "  observe only: would collapse %.1f MiB in %.0f processes; nothing is collapsed\n",
+			st->would_collapse_bytes / MIB, st->would_collapse_processes);
 	fprintf(out, "\n%9s %7s %11s %11s %11s %11s %-15s  %s\n", "COVERAGE", "TARGET", "ANON+SHMEM", "COLLAPSED",
 		"PENDING", "SKIPPED", " MOSTLY", "CGROUP");
 	for (size_t i = 0; i < st->ncg; i++) {
@@ -320,14 +330,18 @@ void status_print_tables(FILE *out, const struct status *st)
 		fprintf(out, "  (none: nothing is waiting for the budget)\n");
 }
 
+/* Ratios at 3 significant digits, everything else (bytes are exact) at 6. */
 static void json_num(FILE *out, const char *key, double v, bool comma)
 {
-	fprintf(out, "%s\"%s\":%.17g", comma ? "," : "", key, isfinite(v) ? v : 0);
+	bool ratio = !strcmp(key, "coverage") || !strcmp(key, "target");
+
+	fprintf(out, "%s\"%s\":", comma ? "," : "", key);
+	json_number(out, v, ratio ? JSON_SIG_RATIO : JSON_SIG_SECONDS);
 }
 
 void status_print_json(FILE *out, const struct status *st, const char *path, double age_s)
 {
-	fprintf(out, "{\"metrics_file\":");
+	fprintf(out, "{\"schema_version\":%d,\"metrics_file\":", STATUS_JSON_SCHEMA_VERSION);
 	json_string(out, path);
 	json_num(out, "age_seconds", age_s, true);
 	json_num(out, "passes", st->passes, true);
@@ -335,6 +349,9 @@ void status_print_json(FILE *out, const struct status *st, const char *path, dou
 	json_num(out, "scan_seconds", st->scan_s, true);
 	json_num(out, "collapse_seconds", st->collapse_s, true);
 	json_num(out, "last_pass_timestamp", st->last_pass, true);
+	fprintf(out, ",\"observe_only\":%s", st->observe_only == 1 ? "true" : "false");
+	json_num(out, "would_collapse_bytes", st->would_collapse_bytes, true);
+	json_num(out, "would_collapse_processes", st->would_collapse_processes, true);
 	fprintf(out, ",\"backing_off\":%s,\"khugepaged\":\"%s\",\"cgroups\":[", st->backing_off == 1 ? "true" : "false",
 		st->khugepaged);
 	for (size_t i = 0; i < st->ncg; i++) {
@@ -356,7 +373,8 @@ void status_print_json(FILE *out, const struct status *st, const char *path, dou
 		for (size_t k = 0; k < g->nskip; k++) {
 			fprintf(out, "%s", k ? "," : "");
 			json_string(out, g->skip[k].result);
-			fprintf(out, ":%.17g", isfinite(g->skip[k].bytes) ? g->skip[k].bytes : 0);
+			fputc(':', out);
+			json_number(out, g->skip[k].bytes, JSON_SIG_SECONDS);
 		}
 		fprintf(out, "}}");
 	}

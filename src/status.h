@@ -60,7 +60,8 @@ struct status_process {
 
 struct status {
 	double passes, collapsed_bytes, scan_s, collapse_s, last_pass, backing_off;
-	const char *khugepaged; /* static string, "?" if unknown */
+	double observe_only, would_collapse_bytes, would_collapse_processes; /* mode = observe */
+	const char *khugepaged;                                              /* static string, "?" if unknown */
 	struct status_cgroup *cg;
 	size_t ncg;
 	struct status_process proc[STATUS_MAX_PROCESSES];

@@ -65,6 +65,8 @@ assert_eq "$HOT: one range" "$(grep -c "^  $HOT (.*): 1 range\$" "$HC_TMP/text.o
 assert_le "the report is short (lines)" "$(wc -l <"$HC_TMP/text.out")" 20
 assert_eq "no per-block lines without -v" "$(grep -cE '^ +#[0-9]+ +0x' "$HC_TMP/text.out")" 0
 
+assert_cmd "JSON: schema_version 1" jq -e '.schema_version == 1' "$HC_TMP/dry.json"
+assert_cmd "JSON: would_collapse_bytes counts the buffer" jq -e '.would_collapse_bytes >= 67108864' "$HC_TMP/dry.json"
 njson=$(jq --argjson p "$HOT" '[.processes[] | select(.pid == $p) | .candidates[]] | length' "$HC_TMP/dry.json")
 assert_eq "JSON: 32 candidates" "$njson" 32
 assert_eq "-v: one line per candidate" "$(grep -cE '^ +#[0-9]+ +0x' "$HC_TMP/verbose.out")" "$njson"

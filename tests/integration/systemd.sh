@@ -231,6 +231,22 @@ else
 	hc_not_ok "journal entries carry HUGECOLLAPSED_* fields: none in $(journal_lines) lines"
 fi
 
+# The caller's location and the life-cycle MESSAGE_IDs (log.h), not log.c's.
+start_json=$(inc journalctl -q -u hugecollapsed -o json --no-pager MESSAGE_ID=2090787b62c44c32868819164d1098bf | tail -n1)
+if [[ $start_json == *'"CODE_FILE":"src/service.c"'* && $start_json == *'"CODE_FUNC":"service_run"'* ]]; then
+	hc_ok "the start entry has its MESSAGE_ID and the caller's CODE_FILE/CODE_FUNC"
+else
+	hc_not_ok "the start entry has its MESSAGE_ID and the caller's CODE_FILE/CODE_FUNC: ${start_json:0:300}"
+fi
+assert_eq "no entry names log.c as its CODE_FILE" \
+	"$(inc journalctl -q -u hugecollapsed -o json --no-pager | grep -c '"CODE_FILE":"[^"]*log\.c"')" 0
+reload_entry()
+{
+	inc journalctl -q -u hugecollapsed -o json --no-pager MESSAGE_ID=b95f8208538340599384bdb6f237473d \
+		HUGECOLLAPSED_RELOAD=ok | grep -q reloaded
+}
+assert_cmd "the reload entry has its MESSAGE_ID and HUGECOLLAPSED_RELOAD=ok" reload_entry
+
 # A clean stop.
 if timeout 60 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl stop hugecollapsed; then
 	hc_ok "systemctl stop hugecollapsed"

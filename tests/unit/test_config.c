@@ -141,6 +141,8 @@ static void assert_default_daemon(const struct config *c)
 	assert_string_equal(c->metrics_file, "/run/hugecollapsed/metrics.prom");
 	assert_string_equal(c->state_file, "/run/hugecollapsed/khugepaged.state");
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
+	assert_int_equal(c->mode, RUN_COLLAPSE);
+	assert_int_equal(config_khugepaged_in_force(c), KHUGEPAGED_KEEP);
 	assert_int_equal(c->full_rescan_s, 300);
 	assert_int_equal(c->alloc_backoff_ms, 60000);
 	assert_int_equal(c->pressure_some_pct, 10);
@@ -915,6 +917,168 @@ static void test_policy_matching(void **state)
 	config_free(&c);
 }
 
+/* ---- cgroup paths with globs ---- */
+
+static unsigned weight_for(const struct config *c, const char *cgroup)
+{
+	return config_policy_for(c, cgroup)->weight;
+}
+
+/* tests/fixtures/config/globs.d: the winner of several matches is the most
+ * specific (config_rule_more_specific), whatever the file names say. */
+static void test_glob_policies(void **state)
+{
+	static const char *const kp = "/kubepods.slice/kubepods-besteffort.slice/";
+	static const char *const kb = "/kubepods.slice/kubepods-burstable.slice/";
+	struct config c;
+	char cg[256];
+
+	(void)state;
+	load_ok(FIX "/globs.conf", &c);
+	assert_int_equal(c.nrules, 11);
+#define W(want, ...)                                                                                                   \
+	do {                                                                                                           \
+		snprintf(cg, sizeof(cg), __VA_ARGS__);                                                                 \
+		if (weight_for(&c, cg) != (want))                                                                      \
+			fail_msg("%s: weight %u, want %u", cg, weight_for(&c, cg), (unsigned)(want));                  \
+	} while (0)
+	W(20, "%scri-containerd-abc.scope", kp);       /* the glob, deeper than the literal /kubepods.slice */
+	W(20, "%scri-containerd-abc.scope/sub/x", kp); /* descendants too */
+	W(10, "%s", kp);                               /* only the literal ancestor */
+	W(10, "/kubepods.slice");
+	W(10, "/kubepods.slice/a/b/cri-containerd-x.scope"); /* '*' never crosses '/' */
+	W(10, "%scri-containerd-abc.scopex", kp);            /* the pattern is anchored at its end */
+	W(30, "%scri-containerd-abc.scope", kb);             /* more literal bytes than the 20 */
+	W(40, "%scri-containerd-db.scope", kb);              /* a literal beats every glob at its depth */
+	W(40, "%scri-containerd-db.scope/sub", kb);
+	W(30, "%scri-containerd-db2.scope", kb); /* 30 and 25 match: 30 has more literal bytes */
+	W(25, "%scri-containerd-db2.scope", kp); /* 25 over 20: "db" is literal */
+	W(50, "/system.slice/system-getty.slice/getty@tty1.service");
+	W(1, "/system.slice/system-getty.slice/getty@tty10.service"); /* '?' is one character */
+	W(60, "/system.slice/app-42.service");
+	W(1, "/system.slice/app-4.service");
+	W(61, "/system.slice/app-web.service");
+	W(1, "/system.slice/app-4x.service");
+	W(70, "/system.slice/x\\x2dy-1.mount"); /* backslash is an ordinary character */
+	W(1, "/system.slice/x-y-1.mount");
+	W(81, "/user.slice/user-1000.slice");
+	W(81, "/user.slice/user-1000.slice/session-2.scope");
+	W(80, "/user.slice/user-1001.slice/session-3.scope");
+	W(1, "/user.slice"); /* '*' needs a component */
+	W(1, "/");
+#undef W
+	config_free(&c);
+}
+
+static void test_glob_order_is_total(void **state)
+{
+	static const char *const paths[] = {"/a", "/a/b", "/a/*", "/a/b*", "/a/*b", "/a/[b]", "/a/b/c", "/a/?", "/*/b"};
+	struct cgroup_rule r[sizeof(paths) / sizeof(paths[0])];
+	size_t n = sizeof(paths) / sizeof(paths[0]);
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		r[i] = (struct cgroup_rule){.path = (char *)paths[i]};
+		config_rule_init(&r[i]);
+	}
+	assert_false(r[0].glob);
+	assert_true(r[2].glob);
+	assert_int_equal(r[6].depth, 3);
+	assert_int_equal(r[3].literals, 4); /* "/a/b" of "/a/b*" */
+	assert_int_equal(r[5].literals, 3); /* [b] counts as a wildcard */
+	assert_int_equal(r[8].literal_prefix, 1);
+	/* Antisymmetric, irreflexive and transitive: one winner, always. */
+	for (size_t i = 0; i < n; i++) {
+		assert_false(config_rule_more_specific(&r[i], &r[i]));
+		for (size_t j = 0; j < n; j++) {
+			if (i != j)
+				assert_true(config_rule_more_specific(&r[i], &r[j]) !=
+					    config_rule_more_specific(&r[j], &r[i]));
+			for (size_t k = 0; k < n; k++)
+				if (config_rule_more_specific(&r[i], &r[j]) && config_rule_more_specific(&r[j], &r[k]))
+					assert_true(config_rule_more_specific(&r[i], &r[k]));
+		}
+	}
+	assert_true(config_rule_more_specific(&r[1], &r[3])); /* /a/b over /a/b* */
+	assert_true(config_rule_more_specific(&r[3], &r[2])); /* "/a/b*" over "/a/\x2a" */
+	assert_true(config_rule_more_specific(&r[6], &r[1])); /* deeper */
+	assert_true(config_rule_more_specific(&r[8], &r[0])); /* depth first: /x/b over /a */
+}
+
+static void test_glob_errors(void **state)
+{
+	char want_dup[1024];
+
+	(void)state;
+	write_file("main.conf", "");
+	make_dir("cgroup.d");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /kubepods.slice/**\n");
+	expect_error_in("cgroup.d/k.conf", 2,
+			"key 'path': '/kubepods.slice/**' has '**': '*' matches within one path component, never "
+			"across '/'; write one per component");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /a/[b\n");
+	expect_error_in("cgroup.d/k.conf", 2,
+			"key 'path': '/a/[b' has a '[' without its ']' in the same component (for a literal '[' "
+			"write [[])");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /a/[b/c]\n");
+	expect_error_in("cgroup.d/k.conf", 2,
+			"key 'path': '/a/[b/c]' has a '[' without its ']' in the same component (for a literal '[' "
+			"write [[])");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /a/[[:foo:]]\n");
+	expect_error_in("cgroup.d/k.conf", 2, "key 'path': '/a/[[:foo:]]' names an unknown [:class:]");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /a/[[:alpha]\n");
+	expect_error_in("cgroup.d/k.conf", 2, "key 'path': '/a/[[:alpha]' has a '[:' without its ':]'");
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = /a/[[=a=]]\n");
+	expect_error_in("cgroup.d/k.conf", 2,
+			"key 'path': '/a/[[=a=]]' uses [= =] or [. .], which cgroup names have no use for");
+	/* The same pattern twice, after normalization, is a duplicate. */
+	write_file("cgroup.d/k.conf", "[cgroup]\npath = //a//*/\n");
+	write_file("cgroup.d/l.conf", "[cgroup]\npath = /a/*\n");
+	snprintf(want_dup, sizeof(want_dup), "key 'path': /a/* already has a rule in %s:2", tpath("cgroup.d/k.conf"));
+	expect_error_in("cgroup.d/l.conf", 2, want_dup);
+}
+
+/* ---- mode = observe ---- */
+
+static void test_observe_mode(void **state)
+{
+	static const char *const khp[] = {"keep", "idle", "off"};
+	struct config c;
+	char text[128];
+
+	(void)state;
+	/* Whatever khugepaged = says, observe puts keep in force. */
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text), "[daemon]\nmode = observe\nkhugepaged = %s\n", khp[i]);
+		write_file("main.conf", text);
+		load_ok(tpath("main.conf"), &c);
+		assert_int_equal(c.mode, RUN_OBSERVE);
+		assert_int_equal(c.khugepaged, (int)i);
+		assert_int_equal(config_khugepaged_in_force(&c), KHUGEPAGED_KEEP);
+		config_free(&c);
+	}
+	write_file("main.conf", "[daemon]\nmode = Collapse\nkhugepaged = idle\n");
+	load_ok(tpath("main.conf"), &c);
+	assert_int_equal(c.mode, RUN_COLLAPSE);
+	assert_int_equal(config_khugepaged_in_force(&c), KHUGEPAGED_IDLE);
+	config_free(&c);
+	/* A drop-in switches a fleet's hosts to observe without editing the main file. */
+	make_dir("main.conf.d");
+	write_file("main.conf.d/10-rollout.conf", "[daemon]\nmode = observe\n");
+	load_ok(tpath("main.conf"), &c);
+	assert_int_equal(c.mode, RUN_OBSERVE);
+	config_free(&c);
+	assert_int_equal(unlink(tpath("main.conf.d/10-rollout.conf")), 0);
+
+	expect_main_error("[daemon]\nmode = dry-run\n", 2, "key 'mode': 'dry-run' is not one of collapse, observe");
+	expect_main_error("[daemon]\nmode =\n", 2, "key 'mode': '' is not one of collapse, observe");
+	expect_main_error("[collapse]\nmode = observe\n", 2,
+			  "key 'mode': not allowed in [collapse]; it belongs in [daemon] of the main file");
+	expect_main_error("[daemon]\nmode = observe\nmode = collapse\n", 3, "key 'mode': set twice (first on line 2)");
+	assert_string_equal(run_mode_name(RUN_OBSERVE), "observe");
+	assert_string_equal(run_mode_name(RUN_COLLAPSE), "collapse");
+}
+
 /* ---- reload atomicity ---- */
 
 static void test_failed_reload_leaves_previous(void **state)
@@ -976,6 +1140,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cgroup_inherits_after_whole_main_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shipped_example_parses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_policy_matching, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_observe_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_glob_policies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_glob_order_is_total, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_glob_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_reload_leaves_previous, setup, teardown),
 	};
 

@@ -471,6 +471,31 @@ static void first_pass(struct fixture *f)
 						: "");
 }
 
+/* A dry run (mode = observe, --dry-run) calls no process_madvise and counts
+ * what it would have collapsed: every candidate past the memcg gate, and its
+ * processes; a pass that collapses counts nothing there. */
+static void test_dry_run_counts_would_collapse(void **state)
+{
+	struct fixture *f = *state;
+
+	f->o.dry_run = true;
+	first_pass(f);
+	assert_int_equal(fk.calls, 0);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
+	assert_true(f->e.ncands > 0);
+	assert_int_equal(f->ps.would_collapse_bytes, (uint64_t)f->e.ncands * BLOCK);
+	assert_int_equal(f->ps.procs_would_collapse, 1);
+	assert_int_equal(f->e.last.would_collapse_bytes, f->ps.would_collapse_bytes);
+	/* Nothing was collapsed, so the next dry run finds the same. */
+	pass_at(f, 1.0);
+	assert_int_equal(fk.calls, 0);
+	f->o.dry_run = false;
+	pass_at(f, 2.0);
+	assert_true(fk.calls > 0);
+	assert_int_equal(f->ps.would_collapse_bytes, 0);
+	assert_int_equal(f->ps.procs_would_collapse, 0);
+}
+
 /* The admin's khugepaged/max_ptes_none = 0 bounds the daemon's 255: read
  * with the policy, at the first scan (issue 16). */
 static void test_admin_max_ptes_none(void **state)
@@ -1277,6 +1302,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stale_budget_goes_to_next, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_populate_without_faults_ends_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_still_hot_collapsed_after_rescan, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dry_run_counts_would_collapse, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_admin_max_ptes_none, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_unmapped_no_backoff, setup, teardown),

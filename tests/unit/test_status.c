@@ -134,6 +134,43 @@ static void test_round_trip(void **state)
 	free(buf);
 }
 
+/* --status --json: the schema version first, ratios as people read them,
+ * bytes exact, and no NaN (which is not JSON) from a hostile file. */
+static void test_json_numbers(void **state)
+{
+	const char *t = "hugecollapsed_passes_total 3\n"
+			"hugecollapsed_scan_seconds_total 0.100000\n"
+			"hugecollapsed_observe_only 1\n"
+			"hugecollapsed_would_collapse_bytes 67108864\n"
+			"hugecollapsed_cgroup_thp_coverage_ratio{cgroup=\"/a\"} 0.666667\n"
+			"hugecollapsed_cgroup_anon_bytes{cgroup=\"/a\"} 18446744073709551615\n"
+			"hugecollapsed_cgroup_thp_coverage_ratio{cgroup=\"/b\"} NaN\n";
+	struct status sts;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(parse_status_buf(t, strlen(t), &sts), 0);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	status_print_json(f, &sts, "/x", 2.5);
+	status_print_tables(f, &sts);
+	fclose(f);
+	assert_true(!strncmp(out, "{\"schema_version\":1,", strlen("{\"schema_version\":1,")));
+	assert_non_null(strstr(out, "\"coverage\":0.667,"));
+	assert_non_null(strstr(out, "{\"cgroup\":\"/b\",\"coverage\":null,"));
+	assert_non_null(strstr(out, "\"anon_bytes\":18446744073709551616,"));
+	assert_non_null(strstr(out, "\"scan_seconds\":0.1,"));
+	assert_non_null(strstr(out, "\"age_seconds\":2.5,"));
+	assert_non_null(strstr(out, "\"observe_only\":true,\"would_collapse_bytes\":67108864,"));
+	assert_non_null(strstr(out, "observe only: would collapse 64.0 MiB in 0 processes"));
+	assert_null(strstr(out, "0.66666"));
+	assert_null(strstr(out, "nan"));
+	status_free(&sts);
+	free(out);
+}
+
 static void test_not_ours(void **state)
 {
 	struct status sts;
@@ -147,9 +184,8 @@ static void test_not_ours(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sample_lines),
-	    cmocka_unit_test(test_hostile_lines),
-	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_sample_lines),  cmocka_unit_test(test_json_numbers),
+	    cmocka_unit_test(test_hostile_lines), cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_not_ours),
 	};
 

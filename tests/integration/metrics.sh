@@ -5,15 +5,22 @@
 #  - after a few passes the file is valid Prometheus text (hc_prom_check and
 #    `promtool check metrics`, which lints names and HELP too), mode 0644, with
 #    no temporary file beside it; it holds every required metric, a
-#    hugecollapsed_ranges_total{result=…} for every scan result and collapse
+#    hugecollapsed_scan_ranges_total{result=…} for every scan result and
+#    hugecollapsed_collapse_ranges_total{outcome=…} for every collapse
 #    outcome the binary knows, and collapsed bytes under the cgroup label of
 #    the one workload collapsing is enabled for; counters never go down;
 #  - a second hot workload in a child cgroup named with a quote, a backslash
-#    and a byte that is not UTF-8 gets its own series, escaped, with U+FFFD
-#    for that byte, and the file stays valid for both checkers; once that
-#    cgroup is removed its series is gone. (cgroupfs refuses a newline in a
-#    name, so the unit test covers that one.)
-#  - `hugecollapsed --status` summarizes it, and fails on a missing file;
+#    and a byte that is not UTF-8, with a policy file of its own, gets its
+#    own series, escaped, with U+FFFD for that byte, and the file stays valid
+#    for both checkers; once that cgroup and its policy file are removed
+#    (and the daemon reloaded) its series is gone. (cgroupfs refuses a
+#    newline in a name, so the unit test covers that one.)
+#  - no top-process series is labelled with a pid or a comm (the pid is a
+#    value), and the scan results and collapse outcomes are two families;
+#  - `hugecollapsed --status` summarizes it: the daemon is running (its pid),
+#    the age of the last pass, the scan results and collapse outcomes; once
+#    the daemon stopped, the file left behind reads as stopped; it fails on a
+#    missing file;
 #  - a missing metrics directory, or a regular file where the directory
 #    should be, is logged once and does not stop the daemon; once the
 #    directory exists the file is written again.
@@ -65,7 +72,9 @@ write_config() # METRICS_FILE
 	chmod 0644 "$CONF"
 }
 printf '[cgroup]\npath = /%s\nenable = yes\n' "$CG" >"$ETC/cgroup.d/test.conf"
-chmod 0644 "$ETC/cgroup.d/test.conf"
+# Its own policy file: a group (and series) of its own, not part of /$CG's.
+printf '[cgroup]\npath = /%s/%s\nenable = yes\n' "$CG" "$WEIRD" >"$ETC/cgroup.d/weird.conf"
+chmod 0644 "$ETC/cgroup.d/test.conf" "$ETC/cgroup.d/weird.conf"
 
 # start_daemon ERRFILE: in the background, without any NOTIFY_SOCKET we
 # might have inherited, with the unit's UMask=0077. Sets DPID.
@@ -165,8 +174,10 @@ assert_eq "the kernel shows the odd cgroup name as is" \
 # The result and outcome names the binary knows, from its JSON output.
 write_config "$PROM"
 "$HC_BIN" --once --dry-run --json --config "$CONF" --pid "${WL_PID[hot]}" >"$HC_TMP/names.json"
-mapfile -t RESULTS < <(jq -r '(.results | keys[]), (.outcomes | keys[])' "$HC_TMP/names.json")
-assert_ge "scan results and collapse outcomes named by --json" "${#RESULTS[@]}" 8
+mapfile -t RESULTS < <(jq -r '.results | keys[]' "$HC_TMP/names.json")
+mapfile -t OUTCOMES < <(jq -r '.outcomes | keys[]' "$HC_TMP/names.json")
+assert_ge "scan results named by --json" "${#RESULTS[@]}" 8
+assert_ge "collapse outcomes named by --json" "${#OUTCOMES[@]}" 8
 
 ### The daemon writes the file.
 start_daemon "$HC_TMP/daemon.err"
@@ -203,9 +214,19 @@ for m in hugecollapsed_passes_total hugecollapsed_scan_seconds_total hugecollaps
 	assert_cmd "$m present" grep -Eq "^$m [0-9.e+]+$" "$HC_TMP/snap1.prom"
 done
 for r in "${RESULTS[@]}"; do
-	assert_cmd "ranges_total{result=\"$r\"} present" \
-		grep -Eq "^hugecollapsed_ranges_total\{result=\"$r\"\} [0-9]+$" "$HC_TMP/snap1.prom"
+	assert_cmd "scan_ranges_total{result=\"$r\"} present" \
+		grep -Eq "^hugecollapsed_scan_ranges_total\{result=\"$r\"\} [0-9]+$" "$HC_TMP/snap1.prom"
 done
+for o in "${OUTCOMES[@]}"; do
+	assert_cmd "collapse_ranges_total{outcome=\"$o\"} present" \
+		grep -Eq "^hugecollapsed_collapse_ranges_total\{outcome=\"$o\"\} [0-9]+$" "$HC_TMP/snap1.prom"
+done
+assert_eq "no series of the old mixed family" "$(grep -c '^hugecollapsed_ranges_total' "$HC_TMP/snap1.prom")" 0
+assert_eq "no top-process series labelled by pid or comm" \
+	"$(grep -cE '^hugecollapsed_top_process_[a-z_]+\{[^}]*(pid|comm)=' "$HC_TMP/snap1.prom")" 0
+assert_eq "the file names its writer" \
+	"$(grep -cE "^hugecollapsed_daemon_info\{boot_id=\"$(cat /proc/sys/kernel/random/boot_id)\",pid=\"$DPID\",start_ticks=\"[0-9]+\"\} 1$" \
+		"$HC_TMP/snap1.prom")" 1
 assert_eq "khugepaged_mode{mode=\"keep\"} is 1" \
 	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_khugepaged_mode{mode="keep"}')" 1
 assert_eq "exactly one khugepaged mode is 1" \
@@ -223,8 +244,8 @@ assert_le "collapsed bytes are at most the dry run's candidates" "${bytes:-0}" $
 assert_eq "collapsed bytes for no other cgroup (collapsing is off there)" \
 	"$(grep '^hugecollapsed_collapsed_bytes_total{' "$HC_TMP/snap1.prom" | grep -vF -e "$series" -e "$weird_series" |
 		grep -vc ' 0$')" 0
-assert_ge "ranges_total{result=\"collapsed\"} counts them" \
-	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_ranges_total{result="collapsed"}')" $((${bytes:-0} >> 21))
+assert_ge "collapse_ranges_total{outcome=\"collapsed\"} counts them" \
+	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_collapse_ranges_total{outcome="collapsed"}')" $((${bytes:-0} >> 21))
 assert_ge "processes_scanned_total >= 1" "$(value "$HC_TMP/snap1.prom" hugecollapsed_processes_scanned_total)" 1
 
 # Counters never go down from one write to the next: a later write.
@@ -242,11 +263,14 @@ decreased=$(awk '
 	"$HC_TMP/snap1.prom" "$HC_TMP/snap2.prom")
 assert_eq "no counter decreased" "$decreased" ""
 
-### A removed cgroup's series goes; the others stay.
+### A removed cgroup's series goes (with its policy file: a policy group
+### has series while its file is there); the others stay.
 stop_workload weird
 assert_eq "weird pattern intact at exit" "$?" 0
 hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
 assert_cmd "the odd cgroup is removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
+rm -f "$ETC/cgroup.d/weird.conf"
+kill -HUP "$DPID"
 gone=
 for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
 	if [[ -z $(value "$PROM" "$weird_series") && -n $(value "$PROM" hugecollapsed_passes_total) ]]; then
@@ -269,8 +293,21 @@ assert_cmd "--status: passes, MiB collapsed, khugepaged mode" \
 	grep -Eq '^hugecollapsed: [0-9]+ passes, [0-9.]+ MiB collapsed, khugepaged keep$' "$HC_TMP/status.out"
 assert_cmd "--status: names the file" grep -qF "metrics file $PROM" "$HC_TMP/status.out"
 assert_cmd "--status: processes line" grep -Eq '^  processes: [0-9]+ scans' "$HC_TMP/status.out"
-assert_cmd "--status: ranges line with collapsed" grep -Eq '^  ranges:.* collapsed [1-9]' "$HC_TMP/status.out"
+assert_cmd "--status: collapse outcomes with collapsed" \
+	grep -Eq '^  collapse outcomes \(2 MiB ranges\):.* collapsed [1-9]' "$HC_TMP/status.out"
+assert_cmd "--status: scan results with candidate" \
+	grep -Eq '^  scan results \(2 MiB ranges\): candidate [0-9]+ .*thp_policy [0-9]+' "$HC_TMP/status.out"
+assert_cmd "--status: the daemon runs, with its pid" grep -qxF "  daemon: running (pid $DPID)" "$HC_TMP/status.out"
+assert_cmd "--status: the age of the last pass" grep -Eq 'last pass ended [0-9]+ s ago$' "$HC_TMP/status.out"
+assert_eq "--status: no -1 for a missing value" "$(grep -c -- '-1' "$HC_TMP/status.out")" 0
+"$HC_BIN" --status --json --config "$CONF" >"$HC_TMP/status.json"
+assert_eq "--status --json: running" "$(jq -r .daemon "$HC_TMP/status.json")" running
 stop_daemon
+# The file stays behind (staleness shows): its writer is gone.
+"$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1
+assert_eq "--status on the file left behind exits 0" "$?" 0
+assert_cmd "--status: the daemon that wrote it is stopped" \
+	grep -qxF "  daemon: stopped (pid $DPID wrote the file)" "$HC_TMP/status.out"
 # Only now: while the daemon runs, a write may be between open and rename.
 assert_eq "no temporary file left beside it" "$(ls -A "$RUN")" metrics.prom
 

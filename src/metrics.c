@@ -111,33 +111,52 @@ static bool is_group(const char *name, const void *arg)
 	return false;
 }
 
-static bool is_cgroup(const char *name, const void *arg)
+/* The index in m->seen of cgroup, the i-th of e->cg_bytes, or SIZE_MAX.
+ * Both are in the same order (cg_bytes only appends and prunes in
+ * order), so the first guess is right but after a change: O(cgroups). */
+static size_t seen_at(const struct metrics_memory *m, size_t i, const char *cgroup)
 {
-	const struct engine *e = arg;
-
-	for (size_t i = 0; i < e->ncg_bytes; i++)
-		if (!strcmp(e->cg_bytes[i].cgroup, name))
-			return true;
-	return false;
+	if (i < m->nseen && m->seen[i].cgroup && !strcmp(m->seen[i].cgroup, cgroup))
+		return i;
+	for (size_t j = 0; j < m->nseen; j++)
+		if (m->seen[j].cgroup && !strcmp(m->seen[j].cgroup, cgroup))
+			return j;
+	return SIZE_MAX;
 }
 
 /* Adds what each cgroup collapsed since the last write to the counter of
  * the group it counts for now, so that every series only grows even when a
- * cgroup moves between its own series and "other" (series_keep.h). */
+ * cgroup moves between its own series and "other" (series_keep.h). A
+ * cgroup no longer in e->cg_bytes (removed) is forgotten: one of the same
+ * name later starts from 0. */
 static int count_collapsed(struct metrics_memory *m, const struct engine *e, const struct coverage *c)
 {
+	struct cgroup_bytes *seen = calloc(e->ncg_bytes ? e->ncg_bytes : 1, sizeof(*seen));
+
+	if (!seen)
+		return -ENOMEM;
 	for (size_t i = 0; i < e->ncg_bytes; i++) {
 		const struct cgroup_bytes *cg = &e->cg_bytes[i];
-		struct cgroup_bytes *seen = entry(&m->seen, &m->nseen, cg->cgroup);
+		size_t j = seen_at(m, i, cg->cgroup);
 		struct cgroup_bytes *ctr = entry(&m->counted, &m->ncounted, coverage_label(c, e->cfg, cg->cgroup));
+		uint64_t prev = j == SIZE_MAX ? 0 : m->seen[j].bytes;
 
-		if (!seen || !ctr)
-			return -ENOMEM;
-		/* A new cgroup of a removed one's name starts from 0 (pruned). */
-		ctr->bytes += cg->bytes >= seen->bytes ? cg->bytes - seen->bytes : cg->bytes;
-		seen->bytes = cg->bytes;
+		if (j != SIZE_MAX) { /* the name moves to the new array */
+			seen[i].cgroup = m->seen[j].cgroup;
+			m->seen[j].cgroup = NULL;
+		} else
+			seen[i].cgroup = strdup(cg->cgroup);
+		/* No memory: not counted now, counted whole when there is. */
+		if (!seen[i].cgroup || !ctr)
+			continue;
+		seen[i].bytes = cg->bytes;
+		ctr->bytes += cg->bytes >= prev ? cg->bytes - prev : cg->bytes;
 	}
-	drop_unless(m->seen, &m->nseen, is_cgroup, e);
+	for (size_t j = 0; j < m->nseen; j++)
+		free(m->seen[j].cgroup);
+	free(m->seen);
+	m->seen = seen;
+	m->nseen = e->ncg_bytes;
 	drop_unless(m->counted, &m->ncounted, is_group, c);
 	return 0;
 }

@@ -436,6 +436,14 @@ static void test_counters_stable(void **state)
 	t = format_mem(&e, &m);
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 8388608");
 	free(t);
+	/* /z is removed (pruned from cg_bytes), then a new /z collapses one
+	 * block: it starts from 0, so other grows by that block alone. */
+	e.ncg_bytes = 2;
+	free(format_mem(&e, &m));
+	e.ncg_bytes = 3;
+	t = format_mem(&e, &m);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 10485760");
+	free(t);
 	/* Without a memory: the sums now, and other (/x + /z) is less. */
 	t = format(&e, KHUGEPAGED_KEEP);
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 6291456");

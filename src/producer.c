@@ -116,9 +116,8 @@ const char *producer_state_name(enum producer_state s)
 	case PRODUCER_RUNNING:
 		return "running";
 	case PRODUCER_GONE:
-		return "stopped";
 	case PRODUCER_OTHER_BOOT:
-		return "stopped (before the last boot)";
+		return "stopped";
 	default:
 		return "unknown";
 	}

@@ -40,5 +40,5 @@ enum producer_state {
  * daemon in another pid namespace, or hidden by hidepid=, reads as gone). */
 enum producer_state producer_check(const char *proc_root, const struct producer *p);
 
-/* "running", "stopped", "stopped (before the last boot)", "unknown". */
+/* "running", "stopped" (gone, or another boot), "unknown". */
 const char *producer_state_name(enum producer_state s);

@@ -377,7 +377,10 @@ void status_print_summary(FILE *out, const struct status *st, const char *path, 
 	fprintf(out, " passes, %.1f MiB collapsed, khugepaged %s\n", st->collapsed_bytes / MIB, st->khugepaged);
 	fprintf(out, "  daemon: %s", producer_state_name(daemon));
 	if (st->daemon.pid > 0)
-		fprintf(out, " (pid %d%s)", (int)st->daemon.pid, daemon == PRODUCER_RUNNING ? "" : " wrote the file");
+		fprintf(out, " (pid %d%s)", (int)st->daemon.pid,
+			daemon == PRODUCER_RUNNING      ? ""
+			: daemon == PRODUCER_OTHER_BOOT ? " wrote the file before the last boot"
+							: " wrote the file");
 	else
 		fputs(" (the file does not name its writer: a daemon older than this binary?)", out);
 	fprintf(out, "\n  metrics file %s, updated %.0f s ago, last pass ended ", text_escape(path, esc, sizeof(esc)),

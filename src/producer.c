@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,15 +87,20 @@ int producer_self(const char *proc_root, struct producer *out)
 	if (n <= 0)
 		return n < 0 ? -errno : -EINVAL;
 	link[n] = 0;
-	if (sscanf(link, "%d", &out->pid) != 1)
+	errno = 0;
+	char *end;
+	long pid = strtol(link, &end, 10);
+
+	if (errno || *end || pid <= 0 || pid > INT_MAX)
 		return -EINVAL;
+	out->pid = (pid_t)pid;
 	return start_ticks_of(proc_root, out->pid, &out->start_ticks);
 }
 
 enum producer_state producer_check(const char *proc_root, const struct producer *p)
 {
 	char boot[PRODUCER_BOOT_ID_LEN + 1];
-	uint64_t ticks;
+	uint64_t ticks = 0;
 	int r;
 
 	if (!p->boot_id[0] || p->pid <= 0)

@@ -146,7 +146,8 @@ static int count_collapsed(struct metrics_memory *m, const struct engine *e, con
 			m->seen[j].cgroup = NULL;
 		} else
 			seen[i].cgroup = strdup(cg->cgroup);
-		/* No memory: not counted now, counted whole when there is. */
+		/* No memory: not counted now, counted from prev when there is. */
+		seen[i].bytes = prev;
 		if (!seen[i].cgroup || !ctr)
 			continue;
 		seen[i].bytes = cg->bytes;

@@ -9,12 +9,14 @@
 #    hugecollapsed_collapse_ranges_total{outcome=…} for every collapse
 #    outcome the binary knows, and collapsed bytes under the cgroup label of
 #    the one workload collapsing is enabled for; counters never go down;
-#  - a second hot workload in a child cgroup named with a quote, a backslash
-#    and a byte that is not UTF-8, with a policy file of its own, gets its
-#    own series, escaped, with U+FFFD for that byte, and the file stays valid
-#    for both checkers; once that cgroup and its policy file are removed
-#    (and the daemon reloaded) its series is gone. (cgroupfs refuses a
-#    newline in a name, so the unit test covers that one.)
+#  - a second hot workload, in a cgroup named with a byte that is not UTF-8
+#    below a child cgroup named with a quote and a backslash that has a
+#    policy file of its own, counts for that policy group: one series,
+#    escaped; the 0xff byte is nowhere in the file, which stays valid for
+#    both checkers; once those cgroups and the policy file are removed (and
+#    the daemon reloaded) the series is gone. (cgroupfs refuses a newline in
+#    a name, and a policy path must be UTF-8, so the unit tests cover
+#    those.)
 #  - no top-process series is labelled with a pid or a comm (the pid is a
 #    value), and the scan results and collapse outcomes are two families;
 #  - `hugecollapsed --status` summarizes it: the daemon is running (its pid),
@@ -40,10 +42,13 @@ if [[ -z $CG_ROOT || ! -w $CG_ROOT/cgroup.procs ]]; then
 	hc_skip "no writable cgroup2 mount in /proc/mounts"
 fi
 CG=hc-test-metrics-$$
-# A child cgroup whose name needs escaping: quote, backslash, and 0xff,
-# which starts no UTF-8 sequence. Its label: U+FFFD for that byte.
-WEIRD=$(printf 'q"b\\\xffz')
-WEIRD_LABEL=$(printf '/%s/q\\"b\\\\\xef\xbf\xbdz' "$CG")
+# A child cgroup whose name needs escaping (quote, backslash), with a policy
+# file of its own (policy paths must be UTF-8), and below it the workload's
+# cgroup, named with 0xff, which starts no UTF-8 sequence: it counts for its
+# policy group, so that byte never reaches a label.
+WEIRD=$(printf 'q"b\\z')
+BAD=$(printf 'x\xffy')
+WEIRD_LABEL=$(printf '/%s/q\\"b\\\\z' "$CG")
 DPIDS=() # daemons we started
 
 # Stop our daemons (SIGKILL if one hangs), remove the test cgroups, then
@@ -54,6 +59,7 @@ cleanup()
 	for pid in "${DPIDS[@]}"; do
 		hc_stop_pid "$pid"
 	done
+	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD/$BAD"
 	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
 	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG"
 	hc_cleanup
@@ -154,7 +160,7 @@ others=$(pgrep -x hugecollapsed | tr '\n' ' ')
 
 ### Hot workloads in the one cgroup collapsing is enabled for, and in its
 ### oddly named child.
-if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD"; then
+if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD" || ! mkdir "$CG_ROOT/$CG/$WEIRD/$BAD"; then
 	hc_not_ok "create $CG_ROOT/$CG and its child"
 	hc_summary
 	exit 1
@@ -167,9 +173,9 @@ if ! start_workload hot 16 hot || ! start_workload hot 8 weird; then
 	exit 1
 fi
 echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
-echo "${WL_PID[weird]}" >"$CG_ROOT/$CG/$WEIRD/cgroup.procs"
+echo "${WL_PID[weird]}" >"$CG_ROOT/$CG/$WEIRD/$BAD/cgroup.procs"
 assert_eq "the kernel shows the odd cgroup name as is" \
-	"$(sed -n 's/^0:://p' "/proc/${WL_PID[weird]}/cgroup")" "/$CG/$WEIRD"
+	"$(sed -n 's/^0:://p' "/proc/${WL_PID[weird]}/cgroup")" "/$CG/$WEIRD/$BAD"
 
 # The result and outcome names the binary knows, from its JSON output.
 write_config "$PROM"
@@ -205,7 +211,7 @@ else
 	sed 's/^/#   /' "$HC_TMP/promtool.out"
 fi
 bytes_weird=$(value "$HC_TMP/snap1.prom" "$weird_series")
-assert_ge "collapsed bytes under the odd cgroup's escaped label" "${bytes_weird:-0}" $((2 << 20))
+assert_ge "collapsed bytes under the odd policy group's escaped label" "${bytes_weird:-0}" $((2 << 20))
 assert_eq "the odd name's raw 0xff is not in the file" "$(LC_ALL=C grep -c $'\xff' "$HC_TMP/snap1.prom")" 0
 assert_eq "the metrics file is mode 0644 despite umask 077" "$(stat -c %a "$PROM")" 644
 assert_ge "passes_total >= 5" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" 5
@@ -267,8 +273,9 @@ assert_eq "no counter decreased" "$decreased" ""
 ### has series while its file is there); the others stay.
 stop_workload weird
 assert_eq "weird pattern intact at exit" "$?" 0
+hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD/$BAD"
 hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
-assert_cmd "the odd cgroup is removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
+assert_cmd "the odd cgroups are removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
 rm -f "$ETC/cgroup.d/weird.conf"
 kill -HUP "$DPID"
 gone=

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "procs.h"
+#include "series_keep.h"
 #include "smaps_scan.h"
 #include "utf8.h"
 
@@ -255,29 +256,56 @@ static void group_add(struct cgroup_coverage *into, const struct cgroup_coverage
 		into->skipped[r] += g->skipped[r];
 }
 
-/* Keeps the policy groups and top_n others; sums the rest into "other". */
-static int keep_top(struct coverage *c, unsigned top_n)
+/* Keeps the groups series_keep_select() gives their own series (the one
+ * cardinality rule, series_keep.h); sums the rest into "other". */
+static int keep_top(struct coverage *c, unsigned top_n, struct series_keep *keep)
 {
-	size_t keep = 0, others = 0;
+	struct series_item *it = calloc(c->ncg ? c->ncg : 1, sizeof(*it));
+	bool *own = calloc(c->ncg ? c->ncg : 1, sizeof(*own));
 	struct cgroup_coverage rest = {0};
+	size_t kept = 0;
+	int r = it && own ? 0 : -ENOMEM;
 
-	if (c->ncg > 1) /* c->cg may be NULL when empty: qsort(NULL, 0, …) is undefined */
-		qsort(c->cg, c->ncg, sizeof(*c->cg), cmp_group);
+	for (size_t i = 0; !r && i < c->ncg; i++)
+		it[i] = (struct series_item){c->cg[i].cgroup, c->cg[i].policy, usage_total(&c->cg[i].usage)};
+	if (!r)
+		r = series_keep_select(keep, top_n, it, c->ncg, own);
+	free(it);
+	if (r) {
+		free(own);
+		return r;
+	}
 	for (size_t i = 0; i < c->ncg; i++) {
-		if (c->cg[i].policy || others++ < top_n) {
-			c->cg[keep++] = c->cg[i];
+		if (own[i]) {
+			c->cg[kept++] = c->cg[i];
 			continue;
 		}
 		group_add(&rest, &c->cg[i]);
 		free(c->cg[i].cgroup);
 	}
-	if (keep < c->ncg) {
+	free(own);
+	/* "other" once written stays (keep->other), even with nothing in it. */
+	if (kept < c->ncg || (keep && keep->other)) {
 		rest.cgroup = strdup("other");
-		if (!rest.cgroup)
+		if (!rest.cgroup) {
+			c->ncg = kept;
 			return -ENOMEM;
-		c->cg[keep++] = rest;
+		}
+		if (kept == c->ncg) { /* no folded group left its slot */
+			struct cgroup_coverage *g = realloc(c->cg, (c->ncg + 1) * sizeof(*g));
+
+			if (!g) {
+				free(rest.cgroup);
+				return -ENOMEM;
+			}
+			c->cg = g;
+		}
+		c->cg[kept++] = rest;
 	}
-	c->ncg = keep;
+	c->ncg = kept;
+	/* Sorted for whoever reads: policy groups by name, then by size. */
+	if (c->ncg > 1) /* c->cg may be NULL when empty: qsort(NULL, 0, …) is undefined */
+		qsort(c->cg, c->ncg, sizeof(*c->cg), cmp_group);
 	return 0;
 }
 
@@ -348,7 +376,8 @@ static int top_processes(struct coverage *c, const struct engine *e)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		c->top[i] = all[i];
-		c->top[i].cgroup = strdup(all[i].cgroup ? all[i].cgroup : "/");
+		/* The label of its group, bounded like the group series. */
+		c->top[i].cgroup = strdup(coverage_label(c, e->cfg, all[i].cgroup ? all[i].cgroup : "/"));
 		if (!c->top[i].cgroup)
 			return -ENOMEM;
 		c->ntop++;
@@ -356,7 +385,7 @@ static int top_processes(struct coverage *c, const struct engine *e)
 	return 0;
 }
 
-int coverage_build(const struct engine *e, unsigned top_n, struct coverage *c)
+int coverage_build(const struct engine *e, unsigned top_n, struct series_keep *keep, struct coverage *c)
 {
 	struct group_index ix;
 	int r;
@@ -382,12 +411,28 @@ int coverage_build(const struct engine *e, unsigned top_n, struct coverage *c)
 	}
 	free(ix.slot);
 	if (!r)
-		r = keep_top(c, top_n);
+		r = keep_top(c, top_n, keep);
 	if (!r)
 		r = top_processes(c, e);
 	if (r)
 		coverage_free(c);
 	return r;
+}
+
+const char *coverage_label(const struct coverage *c, const struct config *cfg, const char *cgroup)
+{
+	const struct cgroup_rule *rule;
+	const char *raw = group_of(cfg, cgroup, &rule);
+	char *fixed = utf8_valid(raw) ? NULL : utf8_replaced_dup(raw);
+	const char *name = fixed ? fixed : raw, *label = "other";
+
+	for (size_t i = 0; i < c->ncg; i++)
+		if (!strcmp(c->cg[i].cgroup, name)) {
+			label = c->cg[i].cgroup;
+			break;
+		}
+	free(fixed);
+	return label;
 }
 
 size_t coverage_use_memory_stat(struct coverage *c, int mount_fd)

@@ -8,9 +8,10 @@
  * Groups are disjoint, so sums over them mean something: a process counts
  * for the cgroup of the policy file that governs it (the longest matching
  * [cgroup] path of cgroup.d/), or else for its own cgroup. Every policy
- * group is kept; of the others, the top_n largest (anon + shmem bytes), and
- * the rest are summed into one group named "other". The cardinality of the
- * metrics is then at most (policy files + top_n + 1). */
+ * group is kept; of the others, top_n chosen by size (anon + shmem bytes)
+ * by series_keep_select(), and the rest are summed into one group named
+ * "other". The cardinality of the metrics is then at most (policy files +
+ * top_n + 1); series_keep.h says how the choice stays stable. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +23,8 @@
 
 struct vma_list;
 struct engine;
+struct config;
+struct series_keep;
 
 /* Bytes of anonymous and shmem memory, and how much of each is PMD-mapped. */
 struct thp_usage {
@@ -79,7 +82,7 @@ struct cgroup_coverage {
 struct process_coverage {
 	pid_t pid;
 	char comm[64];
-	char *cgroup;
+	char *cgroup; /* its group's label (coverage_label()) */
 	struct thp_usage usage;
 	uint64_t pending;
 };
@@ -97,9 +100,15 @@ struct coverage {
 /* Builds c from the engine's per-process state (e->cfg NULL: no policy
  * files) (usage from the last scan
  * of each process, remembered candidates, results) and its collapsed bytes
- * per cgroup. top_n: groups without a policy file kept by size. Returns 0
- * or -ENOMEM (c is then empty). */
-int coverage_build(const struct engine *e, unsigned top_n, struct coverage *c);
+ * per cgroup. top_n: groups without a policy file kept by size; keep: the
+ * choice of the last build, updated (NULL: the top_n largest now). The top
+ * processes' cgroup is their group's label. Returns 0 or -ENOMEM (c is
+ * then empty). */
+int coverage_build(const struct engine *e, unsigned top_n, struct series_keep *keep, struct coverage *c);
+
+/* The label (a group of c: its policy path, its own cgroup, or "other")
+ * that cgroup counts for; points into c, or is "other". */
+const char *coverage_label(const struct coverage *c, const struct config *cfg, const char *cgroup);
 
 /* Replaces the usage of each named group by its memory.stat under the mount
  * at mount_fd, where there is one (groups whose file cannot be read keep the

@@ -8,6 +8,7 @@
 #include "metrics.h"
 #include "procs.h"
 #include "scan_result.h"
+#include "series_keep.h"
 
 static void header(FILE *f, const char *name, const char *help)
 {
@@ -96,11 +97,12 @@ static void skipped(FILE *f, const struct coverage *c)
 		}
 }
 
+/* Labelled by rank and group only: a pid or comm label would make a new
+ * series for every process that ever ranks (any user can start them), so
+ * the pid is a value of its own series. */
 static void top_sample(FILE *f, const char *name, size_t rank, const struct process_coverage *p)
 {
-	fprintf(f, "%s{rank=\"%zu\",pid=\"%d\",comm=\"", name, rank, (int)p->pid);
-	metrics_label_value(f, p->comm);
-	fputs("\",cgroup=\"", f);
+	fprintf(f, "%s{rank=\"%zu\",cgroup=\"", name, rank);
 	metrics_label_value(f, p->cgroup);
 	fputs("\"} ", f);
 }
@@ -108,7 +110,7 @@ static void top_sample(FILE *f, const char *name, size_t rank, const struct proc
 static void top_processes(FILE *f, const struct coverage *c)
 {
 	header(f, "hugecollapsed_top_process_pending_bytes",
-	       "The processes with the most candidate bytes waiting, largest first (at most 10).");
+	       "The processes with the most candidate bytes waiting, largest first (at most 10), by rank and group.");
 	for (size_t i = 0; i < c->ntop; i++) {
 		top_sample(f, "hugecollapsed_top_process_pending_bytes", i + 1, &c->top[i]);
 		fprintf(f, "%llu\n", (unsigned long long)c->top[i].pending);
@@ -118,6 +120,11 @@ static void top_processes(FILE *f, const struct coverage *c)
 	for (size_t i = 0; i < c->ntop; i++) {
 		top_sample(f, "hugecollapsed_top_process_thp_coverage_ratio", i + 1, &c->top[i]);
 		fprintf(f, "%.6f\n", thp_usage_ratio(&c->top[i].usage));
+	}
+	header(f, "hugecollapsed_top_process_pid", "The pid of the process at that rank.");
+	for (size_t i = 0; i < c->ntop; i++) {
+		top_sample(f, "hugecollapsed_top_process_pid", i + 1, &c->top[i]);
+		fprintf(f, "%d\n", (int)c->top[i].pid);
 	}
 }
 
@@ -146,14 +153,11 @@ bool coverage_metrics_memory_stat(int mount_fd, const char *root)
 	return memory_stat_fd >= 0;
 }
 
-void coverage_metrics_format(FILE *f, const struct engine *e)
+int coverage_metrics_build(const struct engine *e, struct series_keep *keep, struct coverage *c)
 {
-	struct coverage c;
+	int r = coverage_build(e, e->cfg ? e->cfg->coverage_top_cgroups : COVERAGE_TOP_DEFAULT, keep, c);
 
-	if (coverage_build(e, e->cfg ? e->cfg->coverage_top_cgroups : COVERAGE_TOP_DEFAULT, &c) < 0)
-		return;
-	if (memory_stat_fd >= 0)
-		coverage_use_memory_stat(&c, memory_stat_fd);
-	coverage_metrics_write(f, &c);
-	coverage_free(&c);
+	if (r == 0 && memory_stat_fd >= 0)
+		coverage_use_memory_stat(c, memory_stat_fd);
+	return r;
 }

@@ -9,8 +9,9 @@
  *   hugecollapsed_cgroup_pending_bytes{cgroup}
  *   hugecollapsed_cgroup_collapsed_bytes{cgroup}
  *   hugecollapsed_cgroup_skipped_bytes{cgroup,result}        results that skipped bytes
- *   hugecollapsed_top_process_pending_bytes{rank,pid,comm,cgroup}
- *   hugecollapsed_top_process_thp_coverage_ratio{rank,pid,comm,cgroup}
+ *   hugecollapsed_top_process_pending_bytes{rank,cgroup}     cgroup: the group's label
+ *   hugecollapsed_top_process_thp_coverage_ratio{rank,cgroup}
+ *   hugecollapsed_top_process_pid{rank,cgroup}               the pid, as a value
  */
 #pragma once
 #include <stdbool.h>
@@ -19,12 +20,15 @@
 #include "coverage.h"
 #include "engine.h"
 
-/* Builds the coverage of e (e->cfg->coverage_top_cgroups) and writes its
- * series. Nothing is written if it cannot be built (no memory). */
-void coverage_metrics_format(FILE *f, const struct engine *e);
+struct series_keep;
+
+/* Builds the coverage of e (e->cfg->coverage_top_cgroups groups chosen with
+ * keep, series_keep.h; NULL: no memory), from memory.stat where
+ * coverage_metrics_memory_stat() said so. Returns 0 or -ENOMEM. */
+int coverage_metrics_build(const struct engine *e, struct series_keep *keep, struct coverage *c);
 
 /* Where the cgroup v2 mount at mount_fd (its root in the hierarchy: root)
- * has the memory controller enabled, later coverage_metrics_format() calls
+ * has the memory controller enabled, later coverage_metrics_build() calls
  * read each group's memory.stat through it instead of summing smaps (the
  * fd must stay open). Anything else (no memory controller, a mount of a
  * subtree) keeps the smaps sums. Returns true if memory.stat will be used. */

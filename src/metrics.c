@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include "collapse.h"
+#include "coverage.h"
 #include "coverage_metrics.h"
 #include "histogram.h"
 #include "memcg_gate.h"
+#include "producer.h"
 #include "scan_result.h"
+#include "series_keep.h"
 #include "utf8.h"
 
 /* A label value as the text format requires: backslash, double quote and
@@ -65,51 +68,127 @@ static void scalar_seconds(FILE *f, const char *name, const char *type, const ch
 	fprintf(f, "%s %.6f\n", name, v);
 }
 
-/* The same label twice would make the whole file invalid, and names that
- * differ only in invalid UTF-8 print the same: such series are printed once,
- * with their sum. Only names with invalid UTF-8 (rare) are compared, so the
- * usual cost is one validation per cgroup. */
-static void cgroup_series(FILE *f, const struct cgroup_bytes *cg, size_t n)
+/* The entry of name in *a (created at 0 if new), or NULL (no memory). */
+static struct cgroup_bytes *entry(struct cgroup_bytes **a, size_t *n, const char *name)
 {
-	char **fixed = NULL; /* utf8_replaced_dup() of each name, NULL if valid */
-	size_t nfixed = 0;
+	struct cgroup_bytes *g;
 
-	for (size_t i = 0; i < n; i++) {
-		char *r = utf8_valid(cg[i].cgroup) ? NULL : utf8_replaced_dup(cg[i].cgroup);
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*a)[i].cgroup, name))
+			return &(*a)[i];
+	g = realloc(*a, (*n + 1) * sizeof(*g));
+	if (!g)
+		return NULL;
+	*a = g;
+	g[*n].cgroup = strdup(name);
+	if (!g[*n].cgroup)
+		return NULL;
+	g[*n].bytes = 0;
+	return &g[(*n)++];
+}
 
-		if (r && !fixed)
-			fixed = calloc(n, sizeof(*fixed));
-		if (r && !fixed)
-			free(r); /* no memory: print unmerged, as valid as it gets */
-		else if (r) {
-			fixed[i] = r;
-			nfixed++;
-		}
+/* Drops the entries of *a for which keep() is false. */
+static void drop_unless(struct cgroup_bytes *a, size_t *n, bool (*keep)(const char *, const void *), const void *arg)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		if (keep(a[i].cgroup, arg))
+			a[k++] = a[i];
+		else
+			free(a[i].cgroup);
 	}
-	for (size_t i = 0; i < n; i++) {
-		const char *li = fixed && fixed[i] ? fixed[i] : cg[i].cgroup;
-		uint64_t sum = cg[i].bytes;
-		bool dup = false;
+	*n = k;
+}
 
-		for (size_t j = 0; nfixed && j < n && !dup; j++) {
-			const char *lj = fixed[j] ? fixed[j] : cg[j].cgroup;
+static bool is_group(const char *name, const void *arg)
+{
+	const struct coverage *c = arg;
 
-			if (j == i || (!fixed[i] && !fixed[j]) || strcmp(li, lj) != 0)
-				continue;
-			if (j < i)
-				dup = true; /* printed with the first */
-			else
-				sum += cg[j].bytes;
-		}
-		if (dup)
+	for (size_t i = 0; i < c->ncg; i++)
+		if (!strcmp(c->cg[i].cgroup, name))
+			return true;
+	return false;
+}
+
+/* The index in m->seen of cgroup, the i-th of e->cg_bytes, or SIZE_MAX.
+ * Both are in the same order (cg_bytes only appends and prunes in
+ * order), so the first guess is right but after a change: O(cgroups). */
+static size_t seen_at(const struct metrics_memory *m, size_t i, const char *cgroup)
+{
+	if (i < m->nseen && m->seen[i].cgroup && !strcmp(m->seen[i].cgroup, cgroup))
+		return i;
+	for (size_t j = 0; j < m->nseen; j++)
+		if (m->seen[j].cgroup && !strcmp(m->seen[j].cgroup, cgroup))
+			return j;
+	return SIZE_MAX;
+}
+
+/* Adds what each cgroup collapsed since the last write to the counter of
+ * the group it counts for now, so that every series only grows even when a
+ * cgroup moves between its own series and "other" (series_keep.h). A
+ * cgroup no longer in e->cg_bytes (removed) is forgotten: one of the same
+ * name later starts from 0. */
+static int count_collapsed(struct metrics_memory *m, const struct engine *e, const struct coverage *c)
+{
+	struct cgroup_bytes *seen = calloc(e->ncg_bytes ? e->ncg_bytes : 1, sizeof(*seen));
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->ncg_bytes; i++) {
+		const struct cgroup_bytes *cg = &e->cg_bytes[i];
+		size_t j = seen_at(m, i, cg->cgroup);
+		struct cgroup_bytes *ctr = entry(&m->counted, &m->ncounted, coverage_label(c, e->cfg, cg->cgroup));
+		uint64_t prev = j == SIZE_MAX ? 0 : m->seen[j].bytes;
+
+		if (j != SIZE_MAX) { /* the name moves to the new array */
+			seen[i].cgroup = m->seen[j].cgroup;
+			m->seen[j].cgroup = NULL;
+		} else
+			seen[i].cgroup = strdup(cg->cgroup);
+		/* No memory: not counted now, counted from prev when there is. */
+		seen[i].bytes = prev;
+		if (!seen[i].cgroup || !ctr)
 			continue;
-		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
-		label_value(f, li);
-		fprintf(f, "\"} %llu\n", (unsigned long long)sum);
+		seen[i].bytes = cg->bytes;
+		ctr->bytes += cg->bytes >= prev ? cg->bytes - prev : cg->bytes;
 	}
-	for (size_t i = 0; fixed && i < n; i++)
-		free(fixed[i]);
-	free(fixed);
+	for (size_t j = 0; j < m->nseen; j++)
+		free(m->seen[j].cgroup);
+	free(m->seen);
+	m->seen = seen;
+	m->nseen = e->ncg_bytes;
+	drop_unless(m->counted, &m->ncounted, is_group, c);
+	return 0;
+}
+
+/* One series per group of c: the same labels as the coverage series. */
+static void collapsed_series(FILE *f, const struct engine *e, const struct coverage *c, struct metrics_memory *m)
+{
+	bool counted = m && count_collapsed(m, e, c) == 0;
+
+	for (size_t i = 0; i < c->ncg; i++) {
+		uint64_t v = counted ? 0 : c->cg[i].collapsed; /* without a memory: the sum now */
+
+		for (size_t k = 0; counted && k < m->ncounted; k++)
+			if (!strcmp(m->counted[k].cgroup, c->cg[i].cgroup))
+				v = m->counted[k].bytes;
+		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
+		label_value(f, c->cg[i].cgroup);
+		fprintf(f, "\"} %llu\n", (unsigned long long)v);
+	}
+}
+
+void metrics_memory_free(struct metrics_memory *m)
+{
+	for (size_t i = 0; i < m->nseen; i++)
+		free(m->seen[i].cgroup);
+	for (size_t i = 0; i < m->ncounted; i++)
+		free(m->counted[i].cgroup);
+	free(m->seen);
+	free(m->counted);
+	series_keep_free(&m->keep);
+	memset(m, 0, sizeof(*m));
 }
 
 /* The two histograms (histogram.c): what a target and the host feel. */
@@ -144,21 +223,39 @@ static void metrics_format_observe(FILE *f, const struct engine *e)
 }
 
 static struct metrics_reload reload = {.last_ok = true};
+static struct producer producer; /* pid 0: not set, no series */
+
+void metrics_set_producer(const struct producer *p)
+{
+	producer = *p;
+}
 
 void metrics_set_reload(const struct metrics_reload *r)
 {
 	reload = *r;
 }
 
-void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
+void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *mem)
 {
 	const struct pass_stats *t = &e->total;
 	struct timespec now;
+	struct coverage c;
+	/* Built once: its groups label the collapsed bytes too. */
+	bool have_coverage = coverage_metrics_build(e, mem ? &mem->keep : NULL, &c) == 0;
 
 	/* The version the package, --version and this series agree on
 	 * (CMake's project(VERSION), checked against debian/changelog by lint). */
 	header(f, "hugecollapsed_build_info", "gauge", "Always 1; the version of the running daemon as a label.");
 	fprintf(f, "hugecollapsed_build_info{version=\"%s\"} 1\n", HC_VERSION);
+	/* Who writes the file: --status tells a running daemon from a file
+	 * left behind (producer.h). One series, new only when the daemon
+	 * restarts. */
+	if (producer.pid > 0) {
+		header(f, "hugecollapsed_daemon_info", "gauge",
+		       "Always 1; the writing daemon's identity (boot_id, pid, start time in clock ticks since boot).");
+		fprintf(f, "hugecollapsed_daemon_info{boot_id=\"%s\",pid=\"%d\",start_ticks=\"%llu\"} 1\n",
+			producer.boot_id, (int)producer.pid, (unsigned long long)producer.start_ticks);
+	}
 	scalar_u64(f, "hugecollapsed_reloads_total", "counter", "Reloads (SIGHUP) asked for.", reload.total);
 	scalar_u64(f, "hugecollapsed_reload_failures_total", "counter",
 		   "Reloads whose configuration did not load; the previous one stayed in force.", reload.failures);
@@ -184,14 +281,22 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 		       t->scan_s);
 	scalar_seconds(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.",
 		       t->collapse_s);
-	header(f, "hugecollapsed_collapsed_bytes_total", "counter", "Bytes collapsed into huge pages, by cgroup.");
-	cgroup_series(f, e->cg_bytes, e->ncg_bytes);
-	header(f, "hugecollapsed_ranges_total", "counter", "2 MiB ranges by scan result and by collapse outcome.");
+	header(f, "hugecollapsed_collapsed_bytes_total", "counter",
+	       "Bytes collapsed into huge pages, by group (a policy file's cgroup, the largest others, other).");
+	if (have_coverage)
+		collapsed_series(f, e, &c, mem);
+	/* Two families, so that each sums to something: every block a scan
+	 * classified, and every block picked for a collapse call. */
+	header(f, "hugecollapsed_scan_ranges_total", "counter",
+	       "2 MiB ranges classified by the scans, by scan result (a range scanned again counts again).");
 	for (int r = 0; r < SCAN_NR_RESULTS; r++)
-		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", scan_result_name(r),
+		fprintf(f, "hugecollapsed_scan_ranges_total{result=\"%s\"} %llu\n", scan_result_name(r),
 			(unsigned long long)t->results[r]);
+	header(f, "hugecollapsed_collapse_ranges_total", "counter",
+	       "2 MiB ranges picked for process_madvise(MADV_COLLAPSE), by outcome (not_tried and stale were "
+	       "not submitted).");
 	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++)
-		fprintf(f, "hugecollapsed_ranges_total{result=\"%s\"} %llu\n", collapse_outcome_name(o),
+		fprintf(f, "hugecollapsed_collapse_ranges_total{outcome=\"%s\"} %llu\n", collapse_outcome_name(o),
 			(unsigned long long)t->outcomes[o]);
 	scalar_u64(f, "hugecollapsed_stale_candidates_total", "counter",
 		   "Remembered ranges a rescan no longer found candidates (cold, lazy-free, emptied, unmapped, huge).",
@@ -223,7 +328,10 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode)
 	       "Time spent reading /proc/pressure/memory and /proc/zoneinfo.");
 	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure.read_s);
 	metrics_format_observe(f, e);
-	coverage_metrics_format(f, e); /* coverage_metrics.h */
+	if (have_coverage) {
+		coverage_metrics_write(f, &c); /* coverage_metrics.h */
+		coverage_free(&c);
+	}
 	metrics_format_latency(f, e);
 	clock_gettime(CLOCK_REALTIME, &now);
 	scalar_u64(f, "hugecollapsed_last_pass_timestamp_seconds", "gauge", "When the last pass ended.",
@@ -249,7 +357,7 @@ static int open_temp(const char *tmp)
 	return fd < 0 ? -errno : fd;
 }
 
-int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode)
+int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *m)
 {
 	char tmp[4096];
 	FILE *f;
@@ -277,7 +385,7 @@ int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode
 		unlink(tmp);
 		return err;
 	}
-	metrics_format(f, e, mode);
+	metrics_format(f, e, mode, m);
 	if (fflush(f) != 0 || fsync(fd) != 0)
 		err = -errno;
 	if (fclose(f) != 0 && !err)
@@ -287,76 +395,4 @@ int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode
 	if (err)
 		unlink(tmp);
 	return err;
-}
-
-/* Looks up "name value" or "name{labels} value"; returns the value or -1. */
-static double value_of(const char *text, const char *series)
-{
-	size_t l = strlen(series);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, series, l) && p[l] == ' ')
-			return strtod(p + l + 1, NULL);
-	return -1;
-}
-
-int metrics_print_status(FILE *out, const char *path)
-{
-	static const char *const results[] = {
-	    "candidate",   "pmd_mapped", "no_pte_table", "exceed_none_pte", "page_lazyfree", "cold",  "ineligible",
-	    "memcg_limit", "collapsed",  "eagain",       "enomem",          "unmapped",      "stale", "einval"};
-	char buf[65536], series[128];
-	double passes, bytes = 0;
-	struct stat st;
-	const char *mode = "?";
-	ssize_t n;
-	int fd;
-
-	if (!path || !*path) {
-		fprintf(stderr, "hugecollapsed: no metrics_file is configured\n");
-		return -ENOENT;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "hugecollapsed: %s: %s (is the daemon running?)\n", path, strerror(errno));
-		return -errno;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	fstat(fd, &st);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = 0;
-	passes = value_of(buf, "hugecollapsed_passes_total");
-	if (passes < 0) {
-		fprintf(stderr, "hugecollapsed: %s is not a hugecollapsed metrics file\n", path);
-		return -EINVAL;
-	}
-	for (const char *p = strstr(buf, "hugecollapsed_collapsed_bytes_total{"); p;
-	     p = strstr(p + 1, "hugecollapsed_collapsed_bytes_total{")) {
-		const char *v = strstr(p, "} ");
-		if (v)
-			bytes += strtod(v + 2, NULL);
-	}
-	for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++) {
-		snprintf(series, sizeof(series), "hugecollapsed_khugepaged_mode{mode=\"%s\"}", khugepaged_mode_name(m));
-		if (value_of(buf, series) == 1)
-			mode = khugepaged_mode_name(m);
-	}
-	fprintf(out, "hugecollapsed: %.0f passes, %.1f MiB collapsed, khugepaged %s\n", passes, bytes / 1048576.0,
-		mode);
-	fprintf(out, "  metrics file %s, updated %lld s ago\n", path, (long long)(time(NULL) - st.st_mtime));
-	fprintf(out, "  time: scan %.3f s, collapse %.3f s\n", value_of(buf, "hugecollapsed_scan_seconds_total"),
-		value_of(buf, "hugecollapsed_collapse_seconds_total"));
-	fprintf(out, "  processes: %.0f scans, %.0f skipped unchanged, %.0f active now\n",
-		value_of(buf, "hugecollapsed_processes_scanned_total"),
-		value_of(buf, "hugecollapsed_processes_unchanged_total"),
-		value_of(buf, "hugecollapsed_processes_active"));
-	fprintf(out, "  ranges:");
-	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++) {
-		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"}", results[i]);
-		fprintf(out, " %s %.0f", results[i], value_of(buf, series));
-	}
-	fputc('\n', out);
-	return 0;
 }

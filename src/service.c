@@ -25,6 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "privilege.h"
+#include "producer.h"
 #include "thp_policy.h"
 #include "units.h"
 
@@ -43,10 +44,11 @@ struct service {
 	unsigned bell_opens; /* the doorbell's opens when bell was built */
 	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
 	bool back_to_back;
-	bool metrics_failed;         /* logged once until it works again */
-	struct cgroup2_root cgroup2; /* to forget the metrics of removed cgroups */
-	double max_pass_s;           /* bound on one dispatch: a quarter of the watchdog */
-	double last_report;          /* monotonic seconds of the last metrics/STATUS */
+	bool metrics_failed;               /* logged once until it works again */
+	struct metrics_memory metrics_mem; /* stable series from one write to the next */
+	struct cgroup2_root cgroup2;       /* to forget the metrics of removed cgroups */
+	double max_pass_s;                 /* bound on one dispatch: a quarter of the watchdog */
+	double last_report;                /* monotonic seconds of the last metrics/STATUS */
 	struct metrics_reload reload;
 	char reload_err[1024]; /* why the last reload failed, for STATUS= */
 	uint64_t logged_would; /* observe mode: what the last pass line said (log_pass) */
@@ -85,7 +87,7 @@ static void write_metrics(struct service *s)
 	/* A removed cgroup's series goes (and a new cgroup of the same name
 	 * starts from 0): one fstatat per cgroup that ever had a collapse. */
 	cgroup_bytes_prune(s->engine.cg_bytes, &s->engine.ncg_bytes, &s->cgroup2);
-	r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode);
+	r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode, &s->metrics_mem);
 
 	if (r < 0 && !s->metrics_failed)
 		log_err("cannot write metrics file %s: %s (will keep trying)", s->cfg.metrics_file, strerror(-r));
@@ -581,6 +583,7 @@ int service_run(const char *config_path)
 {
 	struct service s = {
 	    .config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}, .reload = {.last_ok = true}};
+	struct producer self;
 	char err[1024];
 	bool observe;
 	int r;
@@ -610,6 +613,11 @@ int service_run(const char *config_path)
 		config_free(&s.cfg);
 		return 1;
 	}
+	/* The real /proc, not a fixture root: who we are, for --status. */
+	if (producer_self("/proc", &self) == 0)
+		metrics_set_producer(&self);
+	else
+		log_warn("cannot read this daemon's identity from /proc: --status will not know it runs");
 	r = khugepaged_init(&s.khp, s.cfg.state_file);
 	if (r < 0)
 		snprintf(err, sizeof(err), "state_file %s: %s", s.cfg.state_file, strerror(-r));
@@ -665,6 +673,7 @@ out:
 		engine_free(&s.engine);
 	cgroup2_close(&s.cgroup2);
 	khugepaged_restore(&s.khp);
+	metrics_memory_free(&s.metrics_mem);
 	config_free(&s.cfg);
 	return s.exit_status;
 }

@@ -159,6 +159,9 @@ static double *cgroup_field(struct status_cgroup *g, const char *name)
 						     : NULL;
 }
 
+/* The top-process series: rank and group labels; the pid is the value of
+ * hugecollapsed_top_process_pid (the labels are bounded: no pid or comm,
+ * which any user can multiply). A daemon before that labelled pid and comm. */
 static void process_sample(struct status *st, const struct prom_sample *s)
 {
 	const char *rank = prom_label(s, "rank"), *pid = prom_label(s, "pid");
@@ -166,19 +169,64 @@ static void process_sample(struct status *st, const struct prom_sample *s)
 	unsigned long r = rank ? strtoul(rank, NULL, 10) : 0;
 	struct status_process *p;
 
-	if (!r || r > STATUS_MAX_PROCESSES || !pid || !comm || !cg)
+	if (!r || r > STATUS_MAX_PROCESSES || !cg)
 		return;
 	p = &st->proc[r - 1];
 	p->rank = (unsigned)r;
-	p->pid = (int)strtol(pid, NULL, 10);
-	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (pid)
+		p->pid = (int)strtol(pid, NULL, 10);
+	if (comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg);
 	if (!strcmp(s->name, "hugecollapsed_top_process_pending_bytes"))
 		p->pending = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_top_process_pid"))
+		p->pid = s->value > 0 && s->value <= INT_MAX ? (int)s->value : 0;
 	else
 		p->coverage = s->value;
 	if (r > st->nproc)
 		st->nproc = r;
+}
+
+/* A scan result or collapse outcome counter; the same name again replaces. */
+static void count_sample(struct status_count *c, size_t *n, const char *name, double v)
+{
+	size_t i;
+
+	if (!name || strlen(name) >= sizeof(c[0].name))
+		return;
+	for (i = 0; i < *n && strcmp(c[i].name, name) != 0; i++)
+		;
+	if (i == *n) {
+		if (*n == STATUS_MAX_COUNTS)
+			return;
+		snprintf(c[i].name, sizeof(c[i].name), "%s", name);
+		(*n)++;
+	}
+	c[i].value = v;
+}
+
+/* hugecollapsed_daemon_info{boot_id,pid,start_ticks} 1 */
+static void daemon_sample(struct status *st, const struct prom_sample *s)
+{
+	const char *boot = prom_label(s, "boot_id"), *pid = prom_label(s, "pid"), *ticks = prom_label(s, "start_ticks");
+	struct producer p = {0};
+	char *e;
+
+	if (!boot || !pid || !ticks || parse_boot_id_buf(boot, strlen(boot), p.boot_id) < 0)
+		return;
+	errno = 0;
+	long v = strtol(pid, &e, 10);
+
+	if (errno || *e || v <= 0 || v > INT_MAX)
+		return;
+	p.pid = (pid_t)v;
+	unsigned long long t = strtoull(ticks, &e, 10);
+
+	if (errno || *e || *ticks == '-' || !*ticks)
+		return;
+	p.start_ticks = t;
+	st->daemon = p;
 }
 
 static void scalar_sample(struct status *st, const struct prom_sample *s)
@@ -203,6 +251,18 @@ static void scalar_sample(struct status *st, const struct prom_sample *s)
 		st->would_collapse_bytes = s->value;
 	else if (!strcmp(s->name, "hugecollapsed_would_collapse_processes"))
 		st->would_collapse_processes = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_processes_scanned_total"))
+		st->procs_scanned = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_processes_unchanged_total"))
+		st->procs_unchanged = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_processes_active"))
+		st->procs_active = s->value;
+	else if (!strcmp(s->name, "hugecollapsed_scan_ranges_total"))
+		count_sample(st->result, &st->nresult, prom_label(s, "result"), s->value);
+	else if (!strcmp(s->name, "hugecollapsed_collapse_ranges_total"))
+		count_sample(st->outcome, &st->noutcome, prom_label(s, "outcome"), s->value);
+	else if (!strcmp(s->name, "hugecollapsed_daemon_info"))
+		daemon_sample(st, s);
 	else if (!strcmp(s->name, "hugecollapsed_khugepaged_mode") && mode && s->value == 1)
 		for (int m = KHUGEPAGED_KEEP; m <= KHUGEPAGED_OFF; m++)
 			if (!strcmp(mode, khugepaged_mode_name(m)))
@@ -235,6 +295,9 @@ static int sample(struct status *st, const struct prom_sample *s, size_t *cap, b
 	struct status_cgroup *g;
 	double *f;
 
+	/* Not a number, or infinite: as if the line were not there. */
+	if (!isfinite(s->value))
+		return 0;
 	if (!strncmp(s->name, "hugecollapsed_top_process_", 26)) {
 		process_sample(st, s);
 		return 0;
@@ -262,6 +325,8 @@ int parse_status_buf(const char *buf, size_t len, struct status *st)
 
 	memset(st, 0, sizeof(*st));
 	st->khugepaged = "?";
+	st->passes = st->scan_s = st->collapse_s = st->last_pass = NAN; /* collapsed_bytes: a sum, 0 */
+	st->backing_off = st->procs_scanned = st->procs_unchanged = st->procs_active = NAN;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
@@ -290,6 +355,57 @@ void status_free(struct status *st)
 static double pct(double ratio)
 {
 	return isfinite(ratio) ? 100.0 * ratio : 0;
+}
+
+/* v with fmt, or "-" where the file had no value. */
+static void num(FILE *out, const char *fmt, double v)
+{
+	if (isfinite(v))
+		fprintf(out, fmt, v);
+	else
+		fputc('-', out);
+}
+
+static void counts(FILE *out, const char *what, const struct status_count *c, size_t n)
+{
+	fprintf(out, "  %s:", what);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, " %s %.0f", c[i].name, c[i].value);
+	fputs(n ? "\n" : " -\n", out);
+}
+
+void status_print_summary(FILE *out, const struct status *st, const char *path, enum producer_state daemon,
+			  double age_s, double now)
+{
+	char esc[TEXT_ESCAPE_SIZE(4096)];
+
+	fputs("hugecollapsed: ", out);
+	num(out, "%.0f", st->passes);
+	fprintf(out, " passes, %.1f MiB collapsed, khugepaged %s\n", st->collapsed_bytes / MIB, st->khugepaged);
+	fprintf(out, "  daemon: %s", producer_state_name(daemon));
+	if (st->daemon.pid > 0)
+		fprintf(out, " (pid %d%s)", (int)st->daemon.pid,
+			daemon == PRODUCER_RUNNING      ? ""
+			: daemon == PRODUCER_OTHER_BOOT ? " wrote the file before the last boot"
+							: " wrote the file");
+	else
+		fputs(" (the file does not name its writer: a daemon older than this binary?)", out);
+	fprintf(out, "\n  metrics file %s, updated %.0f s ago, last pass ended ", text_escape(path, esc, sizeof(esc)),
+		age_s);
+	num(out, "%.0f s ago", now - st->last_pass);
+	fputs("\n  time: scan ", out);
+	num(out, "%.3f s", st->scan_s);
+	fputs(", collapse ", out);
+	num(out, "%.3f s", st->collapse_s);
+	fputs("\n  processes: ", out);
+	num(out, "%.0f", st->procs_scanned);
+	fputs(" scans, ", out);
+	num(out, "%.0f", st->procs_unchanged);
+	fputs(" skipped unchanged, ", out);
+	num(out, "%.0f", st->procs_active);
+	fputs(" active now\n", out);
+	counts(out, "scan results (2 MiB ranges)", st->result, st->nresult);
+	counts(out, "collapse outcomes (2 MiB ranges)", st->outcome, st->noutcome);
 }
 
 void status_print_tables(FILE *out, const struct status *st)
@@ -339,11 +455,20 @@ static void json_num(FILE *out, const char *key, double v, bool comma)
 	json_number(out, v, ratio ? JSON_SIG_RATIO : JSON_SIG_SECONDS);
 }
 
-void status_print_json(FILE *out, const struct status *st, const char *path, double age_s)
+void status_print_json(FILE *out, const struct status *st, const char *path, enum producer_state daemon, double age_s,
+		       double now)
 {
 	fprintf(out, "{\"schema_version\":%d,\"metrics_file\":", STATUS_JSON_SCHEMA_VERSION);
 	json_string(out, path);
 	json_num(out, "age_seconds", age_s, true);
+	fprintf(out, ",\"daemon\":\"%s\"",
+		daemon == PRODUCER_RUNNING   ? "running"
+		: daemon == PRODUCER_UNKNOWN ? "unknown"
+					     : "stopped");
+	if (st->daemon.pid > 0)
+		fprintf(out, ",\"daemon_pid\":%d", (int)st->daemon.pid);
+	if (isfinite(st->last_pass))
+		json_num(out, "last_pass_age_seconds", now - st->last_pass, true);
 	json_num(out, "passes", st->passes, true);
 	json_num(out, "collapsed_bytes", st->collapsed_bytes, true);
 	json_num(out, "scan_seconds", st->scan_s, true);
@@ -436,19 +561,45 @@ static int read_all(const char *path, char **buf, size_t *len, double *age_s)
 	return 0;
 }
 
-int status_run(FILE *out, const char *path, bool json)
+/* The comm of each top process that names none (the series do not label
+ * it), read now; "?" if it is gone. Best effort: a pid reused since the
+ * file was written shows the new process's name. */
+static void fill_comms(struct status *st, const char *proc_root)
 {
+	for (size_t i = 0; i < st->nproc; i++) {
+		struct status_process *p = &st->proc[i];
+		char path[4096];
+		ssize_t n = -1;
+		int fd;
+
+		if (!p->rank || p->comm[0])
+			continue;
+		snprintf(p->comm, sizeof(p->comm), "?");
+		if (p->pid <= 0 ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%d/comm", proc_root, p->pid) >= sizeof(path))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, p->comm, sizeof(p->comm) - 1);
+			close(fd);
+		}
+		if (n > 0) {
+			p->comm[n] = 0;
+			p->comm[strcspn(p->comm, "\n")] = 0;
+		} else
+			snprintf(p->comm, sizeof(p->comm), "?");
+	}
+}
+
+int status_run_at(FILE *out, const char *path, bool json, const char *proc_root)
+{
+	enum producer_state daemon;
 	struct status st;
 	double age = 0;
 	char *buf = NULL;
 	size_t len = 0;
 	int r;
 
-	if (!json) {
-		r = metrics_print_status(out, path);
-		if (r < 0)
-			return r;
-	}
 	if (!path || !*path) {
 		fprintf(stderr, "hugecollapsed: no metrics_file is configured\n");
 		return -ENOENT;
@@ -464,10 +615,19 @@ int status_run(FILE *out, const char *path, bool json)
 		fprintf(stderr, "hugecollapsed: %s is not a hugecollapsed metrics file\n", path);
 		return r;
 	}
+	daemon = producer_check(proc_root, &st.daemon);
+	fill_comms(&st, proc_root);
 	if (json)
-		status_print_json(out, &st, path, age);
-	else
+		status_print_json(out, &st, path, daemon, age, (double)time(NULL));
+	else {
+		status_print_summary(out, &st, path, daemon, age, (double)time(NULL));
 		status_print_tables(out, &st);
+	}
 	status_free(&st);
 	return 0;
+}
+
+int status_run(FILE *out, const char *path, bool json)
+{
+	return status_run_at(out, path, json, "/proc");
 }

@@ -189,10 +189,10 @@ for ((i = 0; i < 50; i++)); do
 done
 assert_ge "hot workload PMD-mapped percent" "$(wl_pmd_pct hot)" 90
 metric() { awk -v s="$1" '$1 == s {print $2}' "$METRICS"; }
-collapsed=$(metric 'hugecollapsed_ranges_total{result="collapsed"}')
-esrch=$(metric 'hugecollapsed_ranges_total{result="esrch"}')
-hc_log "metrics: collapsed ${collapsed:-?} esrch ${esrch:-?} einval $(metric 'hugecollapsed_ranges_total{result="einval"}')" \
-	"eagain $(metric 'hugecollapsed_ranges_total{result="eagain"}') other $(metric 'hugecollapsed_ranges_total{result="other"}')"
+collapsed=$(metric 'hugecollapsed_collapse_ranges_total{outcome="collapsed"}')
+esrch=$(metric 'hugecollapsed_collapse_ranges_total{outcome="esrch"}')
+hc_log "metrics: collapsed ${collapsed:-?} esrch ${esrch:-?} einval $(metric 'hugecollapsed_collapse_ranges_total{outcome="einval"}')" \
+	"eagain $(metric 'hugecollapsed_collapse_ranges_total{outcome="eagain"}') other $(metric 'hugecollapsed_collapse_ranges_total{outcome="other"}')"
 # More than the hot workload's 32 blocks: churn workers were collapsed too,
 # so the races above really happened under collapse, not beside it.
 assert_ge "blocks collapsed (hot + churn workers)" "${collapsed:-0}" $(($(wl_blocks hot) + 10))

@@ -7,8 +7,10 @@
 #    bytes (summed from smaps: this machine's cgroup v2 has no memory
 #    controller) and a coverage ratio that agrees with the workloads' own
 #    smaps, its target 0.9, and nothing pending; with four more cgroups and
-#    coverage_top_cgroups = 3 there are 5 groups, one of them "other"; the
-#    file passes promtool;
+#    coverage_top_cgroups = 3 there are 5 groups, one of them "other";
+#    hugecollapsed_collapsed_bytes_total has the same 5 groups; a few passes
+#    later the groups are the same (nothing changed); the file passes
+#    promtool;
 #  - `--status` prints the cgroup's row (coverage, target) and the process
 #    table header; `--status --json` carries the same numbers;
 #  - Debian's prometheus-node-exporter, run by PID with only the textfile
@@ -129,6 +131,23 @@ assert_eq "groups bounded: policy + coverage_top_cgroups (3) + other" "$ngroups"
 assert_cmd "the rest is summed as other" grep -q '^hugecollapsed_cgroup_thp_coverage_ratio{cgroup="other"} ' "$PROM"
 cp "$PROM" "$HC_TMP/snapshot.prom"
 assert_cmd "promtool check metrics accepts the file" promtool check metrics <"$HC_TMP/snapshot.prom"
+# The collapsed bytes counter has the same groups (labels) as coverage.
+labels() # FILE FAMILY: its cgroup labels, sorted
+{
+	grep "^$2{" "$1" | sed 's/^[^{]*{cgroup="\(.*\)"} .*/\1/' | sort
+}
+assert_eq "collapsed_bytes_total has the coverage groups" \
+	"$(labels "$HC_TMP/snapshot.prom" hugecollapsed_collapsed_bytes_total)" \
+	"$(labels "$HC_TMP/snapshot.prom" hugecollapsed_cgroup_thp_coverage_ratio)"
+# Nothing changed (the sleepers sleep): a few passes later, the same series.
+passes=$(value hugecollapsed_passes_total)
+more_passes() { (($(value hugecollapsed_passes_total) >= passes + 3)); }
+hc_wait_until 30 more_passes
+cp "$PROM" "$HC_TMP/snapshot2.prom"
+for fam in hugecollapsed_collapsed_bytes_total hugecollapsed_cgroup_thp_coverage_ratio; do
+	assert_eq "$fam: the same series $(($(value hugecollapsed_passes_total) - passes)) passes later" \
+		"$(labels "$HC_TMP/snapshot2.prom" $fam)" "$(labels "$HC_TMP/snapshot.prom" $fam)"
+done
 
 ### --status and --status --json
 "$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1

@@ -88,7 +88,7 @@ fi
 
 S=$HC_TMP/snap.prom
 count=$(value "$S" hugecollapsed_block_collapse_seconds_count)
-collapsed=$(value "$S" 'hugecollapsed_ranges_total{result="collapsed"}')
+collapsed=$(value "$S" 'hugecollapsed_collapse_ranges_total{outcome="collapsed"}')
 hc_log "blocks observed $count, collapsed $collapsed, collapse seconds $(value "$S" hugecollapsed_collapse_seconds_total)"
 assert_ge "every collapsed block is observed" "$count" "$collapsed"
 assert_ge "16 blocks collapsed" "$collapsed" 16

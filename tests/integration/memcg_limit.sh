@@ -200,7 +200,7 @@ for ((i = 0; i < 100; i++)); do
 	(($(value hugecollapsed_passes_total || echo 0) + 0 >= 5)) && break
 	sleep 0.1
 done
-waited=$(value 'hugecollapsed_ranges_total{result="memcg_limit"}')
+waited=$(value 'hugecollapsed_scan_ranges_total{result="memcg_limit"}')
 huge2=$(wl_pmd_bytes wl)
 # Each pass collapses at most what the room it read allows.
 allowed=0

@@ -5,15 +5,24 @@
 #  - after a few passes the file is valid Prometheus text (hc_prom_check and
 #    `promtool check metrics`, which lints names and HELP too), mode 0644, with
 #    no temporary file beside it; it holds every required metric, a
-#    hugecollapsed_ranges_total{result=…} for every scan result and collapse
+#    hugecollapsed_scan_ranges_total{result=…} for every scan result and
+#    hugecollapsed_collapse_ranges_total{outcome=…} for every collapse
 #    outcome the binary knows, and collapsed bytes under the cgroup label of
 #    the one workload collapsing is enabled for; counters never go down;
-#  - a second hot workload in a child cgroup named with a quote, a backslash
-#    and a byte that is not UTF-8 gets its own series, escaped, with U+FFFD
-#    for that byte, and the file stays valid for both checkers; once that
-#    cgroup is removed its series is gone. (cgroupfs refuses a newline in a
-#    name, so the unit test covers that one.)
-#  - `hugecollapsed --status` summarizes it, and fails on a missing file;
+#  - a second hot workload, in a cgroup named with a byte that is not UTF-8
+#    below a child cgroup named with a quote and a backslash that has a
+#    policy file of its own, counts for that policy group: one series,
+#    escaped; the 0xff byte is nowhere in the file, which stays valid for
+#    both checkers; once those cgroups and the policy file are removed (and
+#    the daemon reloaded) the series is gone. (cgroupfs refuses a newline in
+#    a name, and a policy path must be UTF-8, so the unit tests cover
+#    those.)
+#  - no top-process series is labelled with a pid or a comm (the pid is a
+#    value), and the scan results and collapse outcomes are two families;
+#  - `hugecollapsed --status` summarizes it: the daemon is running (its pid),
+#    the age of the last pass, the scan results and collapse outcomes; once
+#    the daemon stopped, the file left behind reads as stopped; it fails on a
+#    missing file;
 #  - a missing metrics directory, or a regular file where the directory
 #    should be, is logged once and does not stop the daemon; once the
 #    directory exists the file is written again.
@@ -33,10 +42,13 @@ if [[ -z $CG_ROOT || ! -w $CG_ROOT/cgroup.procs ]]; then
 	hc_skip "no writable cgroup2 mount in /proc/mounts"
 fi
 CG=hc-test-metrics-$$
-# A child cgroup whose name needs escaping: quote, backslash, and 0xff,
-# which starts no UTF-8 sequence. Its label: U+FFFD for that byte.
-WEIRD=$(printf 'q"b\\\xffz')
-WEIRD_LABEL=$(printf '/%s/q\\"b\\\\\xef\xbf\xbdz' "$CG")
+# A child cgroup whose name needs escaping (quote, backslash), with a policy
+# file of its own (policy paths must be UTF-8), and below it the workload's
+# cgroup, named with 0xff, which starts no UTF-8 sequence: it counts for its
+# policy group, so that byte never reaches a label.
+WEIRD=$(printf 'q"b\\z')
+BAD=$(printf 'x\xffy')
+WEIRD_LABEL=$(printf '/%s/q\\"b\\\\z' "$CG")
 DPIDS=() # daemons we started
 
 # Stop our daemons (SIGKILL if one hangs), remove the test cgroups, then
@@ -47,6 +59,7 @@ cleanup()
 	for pid in "${DPIDS[@]}"; do
 		hc_stop_pid "$pid"
 	done
+	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD/$BAD"
 	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
 	hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG"
 	hc_cleanup
@@ -65,7 +78,9 @@ write_config() # METRICS_FILE
 	chmod 0644 "$CONF"
 }
 printf '[cgroup]\npath = /%s\nenable = yes\n' "$CG" >"$ETC/cgroup.d/test.conf"
-chmod 0644 "$ETC/cgroup.d/test.conf"
+# Its own policy file: a group (and series) of its own, not part of /$CG's.
+printf '[cgroup]\npath = /%s/%s\nenable = yes\n' "$CG" "$WEIRD" >"$ETC/cgroup.d/weird.conf"
+chmod 0644 "$ETC/cgroup.d/test.conf" "$ETC/cgroup.d/weird.conf"
 
 # start_daemon ERRFILE: in the background, without any NOTIFY_SOCKET we
 # might have inherited, with the unit's UMask=0077. Sets DPID.
@@ -145,7 +160,7 @@ others=$(pgrep -x hugecollapsed | tr '\n' ' ')
 
 ### Hot workloads in the one cgroup collapsing is enabled for, and in its
 ### oddly named child.
-if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD"; then
+if ! mkdir "$CG_ROOT/$CG" || ! mkdir "$CG_ROOT/$CG/$WEIRD" || ! mkdir "$CG_ROOT/$CG/$WEIRD/$BAD"; then
 	hc_not_ok "create $CG_ROOT/$CG and its child"
 	hc_summary
 	exit 1
@@ -158,15 +173,17 @@ if ! start_workload hot 16 hot || ! start_workload hot 8 weird; then
 	exit 1
 fi
 echo "${WL_PID[hot]}" >"$CG_ROOT/$CG/cgroup.procs"
-echo "${WL_PID[weird]}" >"$CG_ROOT/$CG/$WEIRD/cgroup.procs"
+echo "${WL_PID[weird]}" >"$CG_ROOT/$CG/$WEIRD/$BAD/cgroup.procs"
 assert_eq "the kernel shows the odd cgroup name as is" \
-	"$(sed -n 's/^0:://p' "/proc/${WL_PID[weird]}/cgroup")" "/$CG/$WEIRD"
+	"$(sed -n 's/^0:://p' "/proc/${WL_PID[weird]}/cgroup")" "/$CG/$WEIRD/$BAD"
 
 # The result and outcome names the binary knows, from its JSON output.
 write_config "$PROM"
 "$HC_BIN" --once --dry-run --json --config "$CONF" --pid "${WL_PID[hot]}" >"$HC_TMP/names.json"
-mapfile -t RESULTS < <(jq -r '(.results | keys[]), (.outcomes | keys[])' "$HC_TMP/names.json")
-assert_ge "scan results and collapse outcomes named by --json" "${#RESULTS[@]}" 8
+mapfile -t RESULTS < <(jq -r '.results | keys[]' "$HC_TMP/names.json")
+mapfile -t OUTCOMES < <(jq -r '.outcomes | keys[]' "$HC_TMP/names.json")
+assert_ge "scan results named by --json" "${#RESULTS[@]}" 8
+assert_ge "collapse outcomes named by --json" "${#OUTCOMES[@]}" 8
 
 ### The daemon writes the file.
 start_daemon "$HC_TMP/daemon.err"
@@ -194,7 +211,7 @@ else
 	sed 's/^/#   /' "$HC_TMP/promtool.out"
 fi
 bytes_weird=$(value "$HC_TMP/snap1.prom" "$weird_series")
-assert_ge "collapsed bytes under the odd cgroup's escaped label" "${bytes_weird:-0}" $((2 << 20))
+assert_ge "collapsed bytes under the odd policy group's escaped label" "${bytes_weird:-0}" $((2 << 20))
 assert_eq "the odd name's raw 0xff is not in the file" "$(LC_ALL=C grep -c $'\xff' "$HC_TMP/snap1.prom")" 0
 assert_eq "the metrics file is mode 0644 despite umask 077" "$(stat -c %a "$PROM")" 644
 assert_ge "passes_total >= 5" "$(value "$HC_TMP/snap1.prom" hugecollapsed_passes_total)" 5
@@ -203,9 +220,19 @@ for m in hugecollapsed_passes_total hugecollapsed_scan_seconds_total hugecollaps
 	assert_cmd "$m present" grep -Eq "^$m [0-9.e+]+$" "$HC_TMP/snap1.prom"
 done
 for r in "${RESULTS[@]}"; do
-	assert_cmd "ranges_total{result=\"$r\"} present" \
-		grep -Eq "^hugecollapsed_ranges_total\{result=\"$r\"\} [0-9]+$" "$HC_TMP/snap1.prom"
+	assert_cmd "scan_ranges_total{result=\"$r\"} present" \
+		grep -Eq "^hugecollapsed_scan_ranges_total\{result=\"$r\"\} [0-9]+$" "$HC_TMP/snap1.prom"
 done
+for o in "${OUTCOMES[@]}"; do
+	assert_cmd "collapse_ranges_total{outcome=\"$o\"} present" \
+		grep -Eq "^hugecollapsed_collapse_ranges_total\{outcome=\"$o\"\} [0-9]+$" "$HC_TMP/snap1.prom"
+done
+assert_eq "no series of the old mixed family" "$(grep -c '^hugecollapsed_ranges_total' "$HC_TMP/snap1.prom")" 0
+assert_eq "no top-process series labelled by pid or comm" \
+	"$(grep -cE '^hugecollapsed_top_process_[a-z_]+\{[^}]*(pid|comm)=' "$HC_TMP/snap1.prom")" 0
+assert_eq "the file names its writer" \
+	"$(grep -cE "^hugecollapsed_daemon_info\{boot_id=\"$(cat /proc/sys/kernel/random/boot_id)\",pid=\"$DPID\",start_ticks=\"[0-9]+\"\} 1$" \
+		"$HC_TMP/snap1.prom")" 1
 assert_eq "khugepaged_mode{mode=\"keep\"} is 1" \
 	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_khugepaged_mode{mode="keep"}')" 1
 assert_eq "exactly one khugepaged mode is 1" \
@@ -223,8 +250,8 @@ assert_le "collapsed bytes are at most the dry run's candidates" "${bytes:-0}" $
 assert_eq "collapsed bytes for no other cgroup (collapsing is off there)" \
 	"$(grep '^hugecollapsed_collapsed_bytes_total{' "$HC_TMP/snap1.prom" | grep -vF -e "$series" -e "$weird_series" |
 		grep -vc ' 0$')" 0
-assert_ge "ranges_total{result=\"collapsed\"} counts them" \
-	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_ranges_total{result="collapsed"}')" $((${bytes:-0} >> 21))
+assert_ge "collapse_ranges_total{outcome=\"collapsed\"} counts them" \
+	"$(value "$HC_TMP/snap1.prom" 'hugecollapsed_collapse_ranges_total{outcome="collapsed"}')" $((${bytes:-0} >> 21))
 assert_ge "processes_scanned_total >= 1" "$(value "$HC_TMP/snap1.prom" hugecollapsed_processes_scanned_total)" 1
 
 # Counters never go down from one write to the next: a later write.
@@ -242,11 +269,15 @@ decreased=$(awk '
 	"$HC_TMP/snap1.prom" "$HC_TMP/snap2.prom")
 assert_eq "no counter decreased" "$decreased" ""
 
-### A removed cgroup's series goes; the others stay.
+### A removed cgroup's series goes (with its policy file: a policy group
+### has series while its file is there); the others stay.
 stop_workload weird
 assert_eq "weird pattern intact at exit" "$?" 0
+hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD/$BAD"
 hc_cgroup_remove "$CG_ROOT" "$CG_ROOT/$CG/$WEIRD"
-assert_cmd "the odd cgroup is removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
+assert_cmd "the odd cgroups are removed" test ! -d "$CG_ROOT/$CG/$WEIRD"
+rm -f "$ETC/cgroup.d/weird.conf"
+kill -HUP "$DPID"
 gone=
 for ((i = 0; i < $(hc_scaled 10) * 10; i++)); do
 	if [[ -z $(value "$PROM" "$weird_series") && -n $(value "$PROM" hugecollapsed_passes_total) ]]; then
@@ -269,8 +300,21 @@ assert_cmd "--status: passes, MiB collapsed, khugepaged mode" \
 	grep -Eq '^hugecollapsed: [0-9]+ passes, [0-9.]+ MiB collapsed, khugepaged keep$' "$HC_TMP/status.out"
 assert_cmd "--status: names the file" grep -qF "metrics file $PROM" "$HC_TMP/status.out"
 assert_cmd "--status: processes line" grep -Eq '^  processes: [0-9]+ scans' "$HC_TMP/status.out"
-assert_cmd "--status: ranges line with collapsed" grep -Eq '^  ranges:.* collapsed [1-9]' "$HC_TMP/status.out"
+assert_cmd "--status: collapse outcomes with collapsed" \
+	grep -Eq '^  collapse outcomes \(2 MiB ranges\):.* collapsed [1-9]' "$HC_TMP/status.out"
+assert_cmd "--status: scan results with candidate" \
+	grep -Eq '^  scan results \(2 MiB ranges\): candidate [0-9]+ .*thp_policy [0-9]+' "$HC_TMP/status.out"
+assert_cmd "--status: the daemon runs, with its pid" grep -qxF "  daemon: running (pid $DPID)" "$HC_TMP/status.out"
+assert_cmd "--status: the age of the last pass" grep -Eq 'last pass ended [0-9]+ s ago$' "$HC_TMP/status.out"
+assert_eq "--status: no -1 for a missing value" "$(grep -c -- '-1' "$HC_TMP/status.out")" 0
+"$HC_BIN" --status --json --config "$CONF" >"$HC_TMP/status.json"
+assert_eq "--status --json: running" "$(jq -r .daemon "$HC_TMP/status.json")" running
 stop_daemon
+# The file stays behind (staleness shows): its writer is gone.
+"$HC_BIN" --status --config "$CONF" >"$HC_TMP/status.out" 2>&1
+assert_eq "--status on the file left behind exits 0" "$?" 0
+assert_cmd "--status: the daemon that wrote it is stopped" \
+	grep -qxF "  daemon: stopped (pid $DPID wrote the file)" "$HC_TMP/status.out"
 # Only now: while the daemon runs, a write may be between open and rename.
 assert_eq "no temporary file left beside it" "$(ls -A "$RUN")" metrics.prom
 

@@ -86,12 +86,12 @@ assert_cmd "the shim ran in the daemon" grep -q "unmap_shim: pid ${WL_PID[victim
 unmapped=0
 for ((i = 0; i < $(hc_scaled 50) && unmapped < 1; i++)); do
 	sleep 0.1
-	unmapped=$(awk '/^hugecollapsed_ranges_total\{result="unmapped"\}/ {print $2}' "$METRICS" 2>/dev/null)
+	unmapped=$(awk '/^hugecollapsed_collapse_ranges_total\{outcome="unmapped"\}/ {print $2}' "$METRICS" 2>/dev/null)
 	unmapped=${unmapped:-0}
 done
 FAILED1=$(alloc_failed)
 backoffs=$(grep -c 'backing off' "$HC_DAEMON_LOG")
-enomem=$(awk '/^hugecollapsed_ranges_total\{result="enomem"\}/ {print $2}' "$METRICS")
+enomem=$(awk '/^hugecollapsed_collapse_ranges_total\{outcome="enomem"\}/ {print $2}' "$METRICS")
 hc_log "thp_collapse_alloc_failed $FAILED0 -> $FAILED1; back-offs $backoffs; outcomes unmapped $unmapped enomem ${enomem:-?}"
 assert_ge "the unmapped block was told apart (outcome unmapped)" "$unmapped" 1
 if ((FAILED1 == FAILED0)); then

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "coverage.h"
+#include "series_keep.h"
 #include "coverage_metrics.h"
 #include "engine.h"
 #include "procs.h"
@@ -260,7 +261,7 @@ static void test_build_groups(void **state)
 
 	(void)state;
 	fill();
-	assert_int_equal(coverage_build(&eng, 2, &c), 0);
+	assert_int_equal(coverage_build(&eng, 2, NULL, &c), 0);
 	/* /web (policy) + the 2 largest others (/big, "/a?" merged = 11) + other */
 	assert_int_equal(c.ncg, 4);
 	web = find(&c, "/web");
@@ -290,13 +291,15 @@ static void test_build_groups(void **state)
 	/* Top processes by pending: pid 101 (3 blocks), then 103 (1). */
 	assert_int_equal(c.ntop, 2);
 	assert_int_equal(c.top[0].pid, 101);
-	assert_string_equal(c.top[0].cgroup, "/web/worker");
+	/* Labelled by the group they count for, bounded like the groups. */
+	assert_string_equal(c.top[0].cgroup, "/web");
 	assert_int_equal(c.top[0].pending, 3 * MIB2);
 	assert_int_equal(c.top[1].pid, 103);
+	assert_string_equal(c.top[1].cgroup, "other"); /* /small is in other */
 	coverage_free(&c);
 
 	/* top_n 0: the policy group and everything else in "other". */
-	assert_int_equal(coverage_build(&eng, 0, &c), 0);
+	assert_int_equal(coverage_build(&eng, 0, NULL, &c), 0);
 	assert_int_equal(c.ncg, 2);
 	assert_int_equal(find(&c, "other")->usage.anon, (100 + 1 + 5 + 6) * MIB2);
 	coverage_free(&c);
@@ -311,12 +314,22 @@ static void test_policy_group_without_processes(void **state)
 	fill();
 	eng.nst = 0;
 	eng.ncg_bytes = 0;
-	assert_int_equal(coverage_build(&eng, 10, &c), 0);
+	assert_int_equal(coverage_build(&eng, 10, NULL, &c), 0);
 	assert_int_equal(c.ncg, 1);
 	assert_string_equal(c.cg[0].cgroup, "/web");
 	assert_int_equal(c.ntop, 0);
 	coverage_free(&c);
 	done();
+}
+
+/* The coverage series as metrics_format() writes them. */
+static void coverage_text(FILE *f, const struct engine *e)
+{
+	struct coverage c;
+
+	assert_int_equal(coverage_metrics_build(e, NULL, &c), 0);
+	coverage_metrics_write(f, &c);
+	coverage_free(&c);
 }
 
 static void test_memory_stat_replaces_sums(void **state)
@@ -330,7 +343,7 @@ static void test_memory_stat_replaces_sums(void **state)
 	r2[0] = rules[0];
 	r2[0].path = "/web.slice/app.service";
 	cfg.rules = r2;
-	assert_int_equal(coverage_build(&eng, 10, &c), 0);
+	assert_int_equal(coverage_build(&eng, 10, NULL, &c), 0);
 	assert_int_equal(coverage_use_memory_stat(&c, v2), 1);
 	assert_int_equal(find(&c, "/web.slice/app.service")->source, COVERAGE_MEMORY_STAT);
 	assert_int_equal(find(&c, "/web.slice/app.service")->usage.anon_huge, 62914560);
@@ -344,7 +357,7 @@ static void test_memory_stat_replaces_sums(void **state)
 		FILE *f = open_memstream(&buf, &len);
 
 		assert_true(coverage_metrics_memory_stat(v2, "/"));
-		coverage_metrics_format(f, &eng);
+		coverage_text(f, &eng);
 		fclose(f);
 		assert_non_null(
 		    strstr(buf, "hugecollapsed_cgroup_anon_huge_bytes{cgroup=\"/web.slice/app.service\"} 62914560\n"));
@@ -368,7 +381,7 @@ static void test_memcg_held_not_pending(void **state)
 	st[1].results[SCAN_MEMCG_LIMIT] = 2;
 	st[1].results[SCAN_CANDIDATE] = 1;
 	st[3].results[SCAN_MEMCG_LIMIT] = 1;
-	assert_int_equal(coverage_build(&eng, 2, &c), 0);
+	assert_int_equal(coverage_build(&eng, 2, NULL, &c), 0);
 	web = find(&c, "/web");
 	assert_non_null(web);
 	assert_int_equal(web->pending, 1 * MIB2);
@@ -381,6 +394,48 @@ static void test_memcg_held_not_pending(void **state)
 	done();
 }
 
+/* With a memory (series_keep.h) the groups of one build stay in the next
+ * while sizes move a little; an outsider takes a place only when it is
+ * SERIES_KEEP_FACTOR times larger; "other" once there stays. */
+static void test_build_stable(void **state)
+{
+	struct series_keep keep = {0};
+	struct coverage c;
+
+	(void)state;
+	fill();
+	assert_int_equal(coverage_build(&eng, 2, &keep, &c), 0);
+	assert_non_null(find(&c, "/big"));
+	assert_non_null(find(&c, "/a\xef\xbf\xbd")); /* 11 */
+	assert_null(find(&c, "/small"));
+	coverage_free(&c);
+	/* /small grows past "/a?" (11) but not twice: nothing changes. */
+	st[3].usage.anon = 20 * MIB2;
+	assert_int_equal(coverage_build(&eng, 2, &keep, &c), 0);
+	assert_non_null(find(&c, "/a\xef\xbf\xbd"));
+	assert_null(find(&c, "/small"));
+	coverage_free(&c);
+	/* Without a memory it would have its place now. */
+	assert_int_equal(coverage_build(&eng, 2, NULL, &c), 0);
+	assert_non_null(find(&c, "/small"));
+	assert_null(find(&c, "/a\xef\xbf\xbd"));
+	coverage_free(&c);
+	/* Twice as large and more: it takes the smallest member's place. */
+	st[3].usage.anon = 23 * MIB2;
+	assert_int_equal(coverage_build(&eng, 2, &keep, &c), 0);
+	assert_non_null(find(&c, "/small"));
+	assert_non_null(find(&c, "/big"));
+	assert_null(find(&c, "/a\xef\xbf\xbd"));
+	coverage_free(&c);
+	/* Everything fits (top_n 10): "other" stays, empty. */
+	assert_int_equal(coverage_build(&eng, 10, &keep, &c), 0);
+	assert_non_null(find(&c, "other"));
+	assert_int_equal(find(&c, "other")->usage.anon, 0);
+	coverage_free(&c);
+	series_keep_free(&keep);
+	done();
+}
+
 static void test_metrics_text(void **state)
 {
 	char *buf = NULL;
@@ -390,14 +445,18 @@ static void test_metrics_text(void **state)
 	(void)state;
 	fill();
 	assert_non_null(f);
-	coverage_metrics_format(f, &eng);
+	coverage_text(f, &eng);
 	fclose(f);
 	assert_non_null(strstr(buf, "hugecollapsed_cgroup_thp_coverage_ratio{cgroup=\"/web\"} 0.166667\n"));
 	assert_non_null(strstr(buf, "hugecollapsed_cgroup_coverage_target_ratio{cgroup=\"/web\"} 0.80\n"));
 	assert_non_null(strstr(buf, "hugecollapsed_cgroup_skipped_bytes{cgroup=\"/web\",result=\"cold\"} 8388608\n"));
 	assert_non_null(strstr(buf, "hugecollapsed_cgroup_anon_bytes{cgroup=\"/a\xef\xbf\xbd\"} 23068672\n"));
-	assert_non_null(strstr(buf, "hugecollapsed_top_process_pending_bytes{rank=\"1\",pid=\"101\",comm=\"p1\","
-				    "cgroup=\"/web/worker\"} 6291456\n"));
+	/* Labelled by rank and group (/web/worker counts for /web's policy
+	 * file): no pid or comm label, the pid is a value. */
+	assert_non_null(strstr(buf, "hugecollapsed_top_process_pending_bytes{rank=\"1\",cgroup=\"/web\"} 6291456\n"));
+	assert_non_null(strstr(buf, "hugecollapsed_top_process_pid{rank=\"1\",cgroup=\"/web\"} 101\n"));
+	assert_null(strstr(buf, "pid=\""));
+	assert_null(strstr(buf, "comm=\""));
 	/* Only groups with a target say so. */
 	assert_null(strstr(buf, "hugecollapsed_cgroup_coverage_target_ratio{cgroup=\"/big\"}"));
 	free(buf);
@@ -418,6 +477,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_group_without_processes),
 	    cmocka_unit_test(test_memory_stat_replaces_sums),
 	    cmocka_unit_test(test_memcg_held_not_pending),
+	    cmocka_unit_test(test_build_stable),
 	    cmocka_unit_test(test_metrics_text),
 	};
 

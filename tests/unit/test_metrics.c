@@ -18,8 +18,11 @@
 #include <cmocka.h>
 
 #include "collapse.h"
+#include "config.h"
 #include "engine.h"
+#include "proc_table.h"
 #include "metrics.h"
+#include "status.h"
 #include "scan_result.h"
 #include "utf8.h"
 
@@ -64,7 +67,7 @@ static char *format(const struct engine *e, enum khugepaged_mode mode)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	metrics_format(f, e, mode);
+	metrics_format(f, e, mode, NULL);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
@@ -135,11 +138,11 @@ static void test_values(void **state)
 	assert_line(t, "hugecollapsed_processes_unchanged_total 13");
 	assert_line(t, "hugecollapsed_stale_candidates_total 17");
 	assert_line(t, "hugecollapsed_processes_active 3");
-	assert_line(t, "hugecollapsed_ranges_total{result=\"candidate\"} 21");
-	assert_line(t, "hugecollapsed_ranges_total{result=\"cold\"} 4");
-	assert_line(t, "hugecollapsed_ranges_total{result=\"collapsed\"} 5");
-	assert_line(t, "hugecollapsed_ranges_total{result=\"eagain\"} 2");
-	assert_line(t, "hugecollapsed_ranges_total{result=\"pmd_mapped\"} 0");
+	assert_line(t, "hugecollapsed_scan_ranges_total{result=\"candidate\"} 21");
+	assert_line(t, "hugecollapsed_scan_ranges_total{result=\"cold\"} 4");
+	assert_line(t, "hugecollapsed_collapse_ranges_total{outcome=\"collapsed\"} 5");
+	assert_line(t, "hugecollapsed_collapse_ranges_total{outcome=\"eagain\"} 2");
+	assert_line(t, "hugecollapsed_scan_ranges_total{result=\"pmd_mapped\"} 0");
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/system.slice/web.service\"} 6291456");
 	assert_line(t, "hugecollapsed_khugepaged_mode{mode=\"idle\"} 1");
 	assert_line(t, "hugecollapsed_khugepaged_mode{mode=\"keep\"} 0");
@@ -223,23 +226,27 @@ static void test_label_invalid_utf8(void **state)
 	free(t);
 }
 
-/* Every scan result and collapse outcome has its own ranges_total series,
- * once; no two share a name. */
+/* Every scan result has its own scan_ranges_total series and every
+ * collapse outcome its own collapse_ranges_total series, once; the two
+ * families do not mix (a sum over one means something). */
 static void test_every_result_and_outcome(void **state)
 {
 	char *t = format(&eng, KHUGEPAGED_KEEP), series[128];
 
 	(void)state;
 	for (int r = 0; r < SCAN_NR_RESULTS; r++) {
-		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"} ", scan_result_name(r));
+		snprintf(series, sizeof(series), "hugecollapsed_scan_ranges_total{result=\"%s\"} ",
+			 scan_result_name(r));
 		assert_int_equal(count_prefix(t, series), 1);
 	}
 	for (int o = 0; o < COLLAPSE_NR_OUTCOMES; o++) {
-		snprintf(series, sizeof(series), "hugecollapsed_ranges_total{result=\"%s\"} ",
+		snprintf(series, sizeof(series), "hugecollapsed_collapse_ranges_total{outcome=\"%s\"} ",
 			 collapse_outcome_name(o));
 		assert_int_equal(count_prefix(t, series), 1);
 	}
-	assert_int_equal(count_prefix(t, "hugecollapsed_ranges_total{"), SCAN_NR_RESULTS + COLLAPSE_NR_OUTCOMES);
+	assert_int_equal(count_prefix(t, "hugecollapsed_scan_ranges_total{"), SCAN_NR_RESULTS);
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapse_ranges_total{"), COLLAPSE_NR_OUTCOMES);
+	assert_int_equal(count_prefix(t, "hugecollapsed_ranges_total"), 0);
 	free(t);
 }
 
@@ -337,6 +344,116 @@ static void test_no_cgroups(void **state)
 	free(t);
 }
 
+static char *format_mem(const struct engine *e, struct metrics_memory *m)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	metrics_format(f, e, KHUGEPAGED_KEEP, m);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* The lines of t that start with one of the per-group series. */
+static char *group_lines(const char *t)
+{
+	char *out = calloc(1, strlen(t) + 1);
+	size_t n = 0;
+
+	assert_non_null(out);
+	for (const char *p = t; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p + 1) : strlen(p);
+
+		if (!strncmp(p, "hugecollapsed_collapsed_bytes_total{", 36) ||
+		    !strncmp(p, "hugecollapsed_cgroup_", 21)) {
+			memcpy(out + n, p, l);
+			n += l;
+		}
+		p += l;
+	}
+	return out;
+}
+
+/* With a memory, collapsed bytes are counted for the group a cgroup counts
+ * for when they were collapsed: each series only grows, "other" too, when
+ * a cgroup moves between its own series and other; and a write where
+ * nothing changed has the same series as the one before. Without it,
+ * other would go down (the sums now). */
+static void test_counters_stable(void **state)
+{
+	static struct proc_state st[2];
+	static struct cgroup_bytes cgb[3];
+	struct metrics_memory m = {0};
+	struct config cfg;
+	struct engine e;
+	char *t, *a, *b;
+
+	(void)state;
+	config_defaults(&cfg);
+	cfg.coverage_top_cgroups = 1;
+	fill_engine(&e);
+	e.cfg = &cfg;
+	st[0] = (struct proc_state){.pid = 10, .scanned = true, .cgroup = "/x"};
+	st[0].usage.anon = 10 * MIB2;
+	st[1] = (struct proc_state){.pid = 11, .scanned = true, .cgroup = "/y"};
+	st[1].usage.anon = 8 * MIB2;
+	e.st = st;
+	e.nst = 2;
+	cgb[0] = (struct cgroup_bytes){.cgroup = "/x", .bytes = 1 * MIB2};
+	cgb[1] = (struct cgroup_bytes){.cgroup = "/y", .bytes = 2 * MIB2};
+	cgb[2] = (struct cgroup_bytes){.cgroup = "/z", .bytes = 1 * MIB2};
+	e.cg_bytes = cgb;
+	e.ncg_bytes = 3;
+
+	t = format_mem(&e, &m);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/x\"} 2097152");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 6291456");
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total{"), 2);
+	a = group_lines(t);
+	free(t);
+	/* Nothing changed: the same series, the same values. */
+	t = format_mem(&e, &m);
+	b = group_lines(t);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	free(t);
+
+	/* /y grows past twice /x and collapses one more block: it gets /x's
+	 * place; /x's bytes stay in other's count, which does not go down. */
+	st[1].usage.anon = 25 * MIB2;
+	cgb[1].bytes = 3 * MIB2;
+	t = format_mem(&e, &m);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/y\"} 2097152");
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 6291456");
+	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/x\"}"), 0);
+	free(t);
+	/* /x collapses more while in other: other grows by it. */
+	cgb[0].bytes = 2 * MIB2;
+	t = format_mem(&e, &m);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 8388608");
+	free(t);
+	/* /z is removed (pruned from cg_bytes), then a new /z collapses one
+	 * block: it starts from 0, so other grows by that block alone. */
+	e.ncg_bytes = 2;
+	free(format_mem(&e, &m));
+	e.ncg_bytes = 3;
+	t = format_mem(&e, &m);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 10485760");
+	free(t);
+	/* Without a memory: the sums now, and other (/x + /z) is less. */
+	t = format(&e, KHUGEPAGED_KEEP);
+	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 6291456");
+	free(t);
+	metrics_memory_free(&m);
+	cfg.rules = NULL;
+	cfg.nrules = 0;
+	config_free(&cfg);
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -386,7 +503,7 @@ static void test_write_contents_and_mode(void **state)
 	/* Whatever the daemon's umask (the unit sets 0077), node_exporter,
 	 * another user, must be able to read the file. */
 	old = umask(077);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_OFF), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_OFF, NULL), 0);
 	umask(old);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
@@ -411,12 +528,12 @@ static void test_write_replaces_by_rename(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), 0);
 	assert_int_equal(stat(path, &st1), 0);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
 	eng.passes = 8;
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), 0);
 	assert_int_equal(stat(path, &st2), 0);
 	assert_true(st1.st_ino != st2.st_ino);
 	n = read(fd, old_text, sizeof(old_text) - 1);
@@ -440,7 +557,7 @@ static void test_write_missing_dir(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/missing/metrics.prom", tmp);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), -ENOENT);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), -ENOENT);
 	assert_int_equal(entries(tmp), 0);
 }
 
@@ -453,7 +570,7 @@ static void test_write_failed_rename_cleans_up(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
 	assert_int_equal(mkdir(path, 0755), 0);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), -EISDIR);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), -EISDIR);
 	assert_int_equal(entries(tmp), 1);
 }
 
@@ -484,7 +601,7 @@ static void test_write_fifo_at_temp(void **state)
 	assert_int_equal(mkfifo(t, 0666), 0);
 	signal(SIGALRM, on_alarm);
 	alarm(10);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), 0);
 	alarm(0);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
@@ -513,7 +630,7 @@ static void test_write_symlink_at_temp(void **state)
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
 	temp_name(t, sizeof(t), path);
 	assert_int_equal(symlink(target, t), 0);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), 0);
 	file = slurp(target);
 	assert_string_equal(file, "untouched\n");
 	free(file);
@@ -538,7 +655,7 @@ static void test_write_dir_at_temp(void **state)
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
 	temp_name(t, sizeof(t), path);
 	assert_int_equal(mkdir(t, 0755), 0);
-	assert_true(metrics_write(path, &eng, KHUGEPAGED_KEEP) < 0);
+	assert_true(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL) < 0);
 	assert_int_equal(lstat(t, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(lstat(path, &st), -1);
@@ -547,12 +664,13 @@ static void test_write_dir_at_temp(void **state)
 static void test_write_no_path(void **state)
 {
 	(void)state;
-	assert_int_equal(metrics_write("", &eng, KHUGEPAGED_KEEP), 0);
-	assert_int_equal(metrics_write(NULL, &eng, KHUGEPAGED_KEEP), 0);
+	assert_int_equal(metrics_write("", &eng, KHUGEPAGED_KEEP, NULL), 0);
+	assert_int_equal(metrics_write(NULL, &eng, KHUGEPAGED_KEEP, NULL), 0);
 	assert_int_equal(entries(tmp), 0);
 }
 
-/* --status reads back what metrics_write wrote. */
+/* --status reads back what metrics_write wrote, through the one parser
+ * (status.h): every scan result and collapse outcome, none as -1. */
 static void test_print_status(void **state)
 {
 	char path[128], *out = NULL;
@@ -561,18 +679,23 @@ static void test_print_status(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
-	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_IDLE), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_IDLE, NULL), 0);
 	f = open_memstream(&out, &len);
-	assert_int_equal(metrics_print_status(f, path), 0);
+	assert_int_equal(status_run_at(f, path, false, "/proc"), 0);
 	fclose(f);
 	assert_non_null(strstr(out, "hugecollapsed: 7 passes, 10.0 MiB collapsed, khugepaged idle\n"));
 	assert_non_null(strstr(out, "processes: 11 scans, 13 skipped unchanged, 3 active now"));
 	assert_non_null(strstr(out, " candidate 21 "));
+	assert_non_null(strstr(out, " thp_policy 0"));
 	assert_non_null(strstr(out, " collapsed 5 "));
+	assert_non_null(strstr(out, " eperm 0"));
+	/* No producer was set: the file does not say who wrote it. */
+	assert_non_null(strstr(out, "  daemon: unknown (the file does not name its writer"));
+	assert_null(strstr(out, "-1"));
 	free(out);
 	snprintf(path, sizeof(path), "%s/none.prom", tmp);
 	f = open_memstream(&out, &len);
-	assert_int_equal(metrics_print_status(f, path), -ENOENT);
+	assert_int_equal(status_run_at(f, path, false, "/proc"), -ENOENT);
 	fclose(f);
 	free(out);
 }
@@ -589,6 +712,7 @@ int main(void)
 
 	    cmocka_unit_test_setup_teardown(test_latency_histograms, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_cgroups, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_counters_stable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_contents_and_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_replaces_by_rename, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_missing_dir, setup, teardown),

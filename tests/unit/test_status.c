@@ -370,8 +370,10 @@ static void test_huge(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sample_lines),  cmocka_unit_test(test_json_numbers),
-	    cmocka_unit_test(test_hostile_lines), cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_sample_lines),
+	    cmocka_unit_test(test_json_numbers),
+	    cmocka_unit_test(test_hostile_lines),
+	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_not_ours),
 	    cmocka_unit_test(test_fixture_good),
 	    cmocka_unit_test(test_fixture_writer_gone),

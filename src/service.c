@@ -468,15 +468,18 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000, s->config_path);
 	s->reload.total++;
 	s->reload.last_ok = config_load(s->config_path, false, false, &next, err, sizeof(err)) == 0;
+	/* A file that parses can still be refused: rules no cgroup hierarchy
+	 * here can match, or collapsing asked for (after a start in observe
+	 * mode) on a kernel without MADV_COLLAPSE. Shown like a bad file. */
+	if (s->reload.last_ok && (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0 ||
+				  (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err))))) {
+		config_free(&next);
+		s->reload.last_ok = false;
+	}
 	if (!s->reload.last_ok) {
 		s->reload.failures++;
 		snprintf(s->reload_err, sizeof(s->reload_err), "%s", err);
 		log_reload_failed(err);
-	} else if (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0 ||
-		   /* started in observe mode on a kernel without MADV_COLLAPSE */
-		   (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err)))) {
-		log_reload_failed(err);
-		config_free(&next);
 	} else {
 		bool policy_changed =
 		    config_khugepaged_in_force(&next) != s->khp.mode || next.defaults.scope != s->cfg.defaults.scope;

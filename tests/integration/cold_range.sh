@@ -65,7 +65,7 @@ assert_ge "hot blocks collapsed (bytes)" "$(wl_pmd_bytes pc)" $((3 * BLOCK))
 # ... and the cold one stays 4 KiB, pass after pass.
 hc_wait_passes 6 20 || hc_not_ok "6 more passes"
 assert_eq "cold block not collapsed (PMD-mapped bytes)" "$(wl_pmd_bytes pc)" $((3 * BLOCK))
-lack=$(awk '$1 == "hugecollapsed_ranges_total{result=\"lack_referenced_page\"}" {print $2}' "$METRICS")
+lack=$(awk '$1 == "hugecollapsed_scan_ranges_total{result=\"lack_referenced_page\"}" {print $2}' "$METRICS")
 assert_ge "metrics: lack_referenced_page" "${lack:-0}" 1
 
 # A dry run of its own sees no advice given before it: it says so.

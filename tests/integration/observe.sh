@@ -97,8 +97,8 @@ sed 's/^/#   /' "$HC_TMP/daemon.err"
 assert_eq "the hot workload is still 4 KiB (AnonHugePages)" "$(wl_field hot AnonHugePages)" 0
 assert_eq "hugecollapsed_observe_only" "$(value hugecollapsed_observe_only)" 1
 assert_ge "hugecollapsed_would_collapse_processes" "$(value hugecollapsed_would_collapse_processes)" 1
-assert_eq "no collapse counted" "$(value 'hugecollapsed_ranges_total{result="collapsed"}')" 0
-assert_eq "no collapse attempted (enomem)" "$(value 'hugecollapsed_ranges_total{result="enomem"}')" 0
+assert_eq "no collapse counted" "$(value 'hugecollapsed_collapse_ranges_total{outcome="collapsed"}')" 0
+assert_eq "no collapse attempted (enomem)" "$(value 'hugecollapsed_collapse_ranges_total{outcome="enomem"}')" 0
 assert_eq "khugepaged mode in force: keep" "$(value 'hugecollapsed_khugepaged_mode{mode="keep"}')" 1
 assert_cmd "the start line says observe" grep -q 'mode = observe: .*khugepaged = off is not applied' "$HC_TMP/daemon.err"
 

@@ -102,8 +102,11 @@ static void check_config(const struct config *c)
 			abort(); /* not normalized */
 		if (i && strcmp(c->rules[i - 1].path, p) >= 0)
 			abort(); /* not sorted, or a duplicate */
-		/* A rule's own path picks that rule (the longest match). */
-		if (config_policy_for(c, p) != &c->rules[i].policy)
+		/* A literal rule's own path picks that rule (the most specific
+		 * match: a pattern never beats a literal path of the same depth).
+		 * A pattern need not match itself ("/[ab]"), and another pattern
+		 * may be more specific for its text. */
+		if (!strpbrk(p, "*?[") && config_policy_for(c, p) != &c->rules[i].policy)
 			abort();
 	}
 	if (config_policy_for(c, NULL) != &c->defaults)

@@ -52,17 +52,10 @@ int read_mapped_memory_kb(uint64_t *mapped_kb)
 {
 	char path[4096], buf[8192];
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/meminfo", proc_root());
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n < 0)
-		return -errno;
-	return parse_meminfo_buf(buf, (size_t)n, mapped_kb);
+	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	return n < 0 ? (int)n : parse_meminfo_buf(buf, (size_t)n, mapped_kb);
 }
 
 static int watch_read(const struct mapped_watch *w, uint64_t *kb)

@@ -34,18 +34,11 @@ static int read_boot_id(const char *proc_root, char *out)
 {
 	char path[4096], buf[64];
 	ssize_t n;
-	int fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/sys/kernel/random/boot_id", proc_root) >= sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n < 0)
-		return -errno;
-	return parse_boot_id_buf(buf, (size_t)n, out);
+	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	return n < 0 ? (int)n : parse_boot_id_buf(buf, (size_t)n, out);
 }
 
 /* The start time of proc_root/pid; -ESRCH if there is none. */

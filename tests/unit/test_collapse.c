@@ -665,11 +665,15 @@ static void test_real_kernel_collapse(void **state)
 	for (int tries = 0; tries < 20 && (res[0] == COLLAPSE_EAGAIN || res[1] == COLLAPSE_EAGAIN); tries++) {
 		uint64_t again[2];
 		uint8_t r2[2];
-		size_t k = 0, idx[2];
+		size_t idx[2] = {0, 0};
+		size_t k = 0;
 
-		for (size_t i = 0; i < 2; i++)
-			if (res[i] == COLLAPSE_EAGAIN)
-				idx[k] = i, again[k++] = blocks[i];
+		for (size_t i = 0; i < 2; i++) {
+			if (res[i] != COLLAPSE_EAGAIN)
+				continue;
+			idx[k] = i;
+			again[k++] = blocks[i];
+		}
 		usleep(10000);
 		n += collapse_blocks(pidfd, again, k, sys_process_madvise, r2);
 		for (size_t i = 0; i < k; i++)

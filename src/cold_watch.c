@@ -4,17 +4,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <linux/perf_event.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "procs.h"
@@ -246,65 +243,52 @@ struct formats {
 
 static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
-static int read_formats(const char *dir, struct formats *f)
+/* The two format files under dirfd, a tracefs root. */
+static int read_formats_at(int dirfd, struct formats *f)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_madvise/format", dir);
-	if (read_small_file_at(AT_FDCWD, path, f->madv, sizeof(f->madv)) <= 0)
+	if (read_small_file_at(dirfd, "events/syscalls/sys_enter_madvise/format", f->madv, sizeof(f->madv)) <= 0)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_process_madvise/format", dir);
-	if (read_small_file_at(AT_FDCWD, path, f->pmadv, sizeof(f->pmadv)) <= 0)
+	if (read_small_file_at(dirfd, "events/syscalls/sys_enter_process_madvise/format", f->pmadv, sizeof(f->pmadv)) <=
+	    0)
 		return -ENOENT;
 	return 0;
 }
 
-/* Where no tracefs is mounted: a child mounts one in a mount namespace of
- * its own (nothing changes for anyone else, and the mount goes with it),
- * and sends the formats back. The unit's RestrictNamespaces= refuses this:
- * there the unit asks for sys-kernel-tracing.mount instead. */
-static int read_formats_private(struct formats *f)
+static int read_formats(const char *dir, struct formats *f)
 {
-	int pfd[2], status;
-	pid_t child;
-	ssize_t got = 0;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
 
-	if (pipe2(pfd, O_CLOEXEC) < 0)
+	if (fd < 0)
 		return -errno;
-	child = fork();
-	if (child < 0) {
-		int err = -errno;
+	r = read_formats_at(fd, f);
+	close(fd);
+	return r;
+}
 
-		close(pfd[0]);
-		close(pfd[1]);
-		return err;
-	}
-	if (child == 0) {
-		static struct formats cf;
-		int ok;
+/* Where no tracefs is mounted: a tracefs instance of our own, created with
+ * the new mount API and never attached to any tree (fsmount() without
+ * move_mount()), so nothing changes for anyone else and it goes with the
+ * fd. This works in a chroot too, where "/" is no mount point and a private
+ * mount namespace cannot be made a slave of it. The unit's SystemCallFilter
+ * refuses fsopen() (@mount is not in @system-service): there the unit asks
+ * for sys-kernel-tracing.mount instead. */
+static int read_formats_detached(struct formats *f)
+{
+	int fs = (int)syscall(SYS_fsopen, "tracefs", FSOPEN_CLOEXEC), mnt, r;
 
-		close(pfd[0]);
-		ok = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0 &&
-		     mount("nodev", tracefs_dirs[0], "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 &&
-		     read_formats(tracefs_dirs[0], &cf) == 0;
-		if (ok && write(pfd[1], &cf, sizeof(cf)) != (ssize_t)sizeof(cf))
-			ok = 0;
-		_exit(ok ? 0 : 1);
+	if (fs < 0)
+		return -errno;
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		r = -errno;
+		close(fs);
+		return r;
 	}
-	close(pfd[1]);
-	while ((size_t)got < sizeof(*f)) {
-		ssize_t r = read(pfd[0], (char *)f + got, sizeof(*f) - (size_t)got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += r;
-	}
-	close(pfd[0]);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	return (size_t)got == sizeof(*f) ? 0 : -ENOENT;
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	r = mnt < 0 ? -errno : read_formats_at(mnt, f);
+	if (mnt >= 0)
+		close(mnt);
+	close(fs);
+	return r;
 }
 
 static int open_event(const struct trace_fields *tf, int cpu, int group)
@@ -365,7 +349,7 @@ int cold_watch_open(struct cold_watch *w, const char *proc_root, char *why, size
 	for (size_t i = 0; i < sizeof(tracefs_dirs) / sizeof(tracefs_dirs[0]) && r < 0; i++)
 		r = read_formats(tracefs_dirs[i], f);
 	if (r < 0)
-		r = read_formats_private(f);
+		r = read_formats_detached(f);
 	if (r < 0) {
 		snprintf(why, whylen, "no tracefs with syscall events");
 		free(f);

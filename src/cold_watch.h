@@ -29,8 +29,8 @@
  * filtered-out call writes nothing.
  *
  * Needs the event IDs and formats from tracefs (/sys/kernel/tracing or
- * /sys/kernel/debug/tracing; where neither is mounted, a short-lived child
- * mounts tracefs in a mount namespace of its own and reads them there) and
+ * /sys/kernel/debug/tracing; where neither is mounted, from a tracefs
+ * instance made with fsmount() and never attached to any tree) and
  * perf_event_open with CAP_PERFMON or CAP_SYS_ADMIN. */
 #pragma once
 #include <stdbool.h>

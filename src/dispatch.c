@@ -65,7 +65,7 @@ int open_verified_pidfd(struct engine *e, struct proc_state *s)
 {
 	int pidfd, dirfd, err;
 
-	pidfd = pidfd_open_pid(s->pid);
+	pidfd = e->pidfd_open(s->pid);
 	if (pidfd < 0)
 		return -errno;
 	dirfd = open_proc_dir(e, s);

@@ -91,6 +91,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->cfg = cfg;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->madvise_fn = sys_process_madvise;
+	e->pidfd_open = pidfd_open_pid;
 	/* Without it every ENOMEM backs off, as before (collapse.h). Only
 	 * collapsing needs it: observe mode opens it when a reload switches. */
 	e->vmstat.fd = -1;

@@ -17,7 +17,7 @@
  * processes), rescan (what changed, reading it again), block_memo (what is
  * remembered per block), budget (candidates and selection, pure) and
  * dispatch (collapsing). Seams for tests: now (the clock), enumerate (the
- * process list), madvise_fn, doorbell_rang and proc_root. */
+ * process list), madvise_fn, pidfd_open, doorbell_rang and proc_root. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -183,6 +183,10 @@ struct engine {
 	struct prctl_iter *prctl_iter;
 	uint64_t prctl_reads;          /* answers of prctl_exact, for tests and the log */
 	process_madvise_fn madvise_fn; /* injectable for tests */
+	/* pidfd_open(2) of a process to collapse: pidfd_open_pid() by default,
+	 * -1 with errno on failure; injectable, for a test whose processes
+	 * exist only in a fixture /proc (its madvise_fn gets the fd). */
+	int (*pidfd_open)(pid_t pid);
 	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
 	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by
 	 * default; injectable. */

@@ -9,7 +9,9 @@
  * thp_collapse_alloc_failed, host memory pressure and the mapped-memory
  * watch. The range scanner is the real one on its read path: pagemap and
  * kpageflags are plain files here, which the PAGEMAP_SCAN ioctl does not
- * answer.
+ * answer. (engine_init() still opens the real doorbell's perf events where
+ * it may, and probes its own pagemap; the test closes the events at once
+ * and nothing it checks depends on either.)
  *
  * Checked: new processes are scanned; their candidates are collapsed
  * hottest first and within the budget; the next pass leaves a process whose

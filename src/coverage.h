@@ -22,7 +22,7 @@
 #include "scan_result.h"
 
 struct vma_list;
-struct engine;
+struct engine_stats;
 struct config;
 struct series_keep;
 
@@ -104,7 +104,7 @@ struct coverage {
  * choice of the last build, updated (NULL: the top_n largest now). The top
  * processes' cgroup is their group's label. Returns 0 or -ENOMEM (c is
  * then empty). */
-int coverage_build(const struct engine *e, unsigned top_n, struct series_keep *keep, struct coverage *c);
+int coverage_build(const struct engine_stats *e, unsigned top_n, struct series_keep *keep, struct coverage *c);
 
 /* The label (a group of c: its policy path, its own cgroup, or "other")
  * that cgroup counts for; points into c, or is "other". */

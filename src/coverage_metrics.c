@@ -153,7 +153,7 @@ bool coverage_metrics_memory_stat(int mount_fd, const char *root)
 	return memory_stat_fd >= 0;
 }
 
-int coverage_metrics_build(const struct engine *e, struct series_keep *keep, struct coverage *c)
+int coverage_metrics_build(const struct engine_stats *e, struct series_keep *keep, struct coverage *c)
 {
 	int r = coverage_build(e, e->cfg ? e->cfg->coverage_top_cgroups : COVERAGE_TOP_DEFAULT, keep, c);
 

@@ -18,14 +18,14 @@
 #include <stdio.h>
 
 #include "coverage.h"
-#include "engine.h"
+#include "engine_stats.h"
 
 struct series_keep;
 
 /* Builds the coverage of e (e->cfg->coverage_top_cgroups groups chosen with
  * keep, series_keep.h; NULL: no memory), from memory.stat where
  * coverage_metrics_memory_stat() said so. Returns 0 or -ENOMEM. */
-int coverage_metrics_build(const struct engine *e, struct series_keep *keep, struct coverage *c);
+int coverage_metrics_build(const struct engine_stats *e, struct series_keep *keep, struct coverage *c);
 
 /* Where the cgroup v2 mount at mount_fd (its root in the hierarchy: root)
  * has the memory controller enabled, later coverage_metrics_build() calls

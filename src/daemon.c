@@ -219,6 +219,7 @@ static int run_once(const struct cli *c)
 	struct pass_options o = {.unlimited = true, .pids = c->pids, .npids = c->npids};
 	struct timespec ts = {c->sample_ms / 1000, (long)(c->sample_ms % 1000) * 1000000L};
 	struct pass_stats ps;
+	struct engine_stats st;
 	struct kernel_features kf;
 	struct config cfg;
 	struct engine e;
@@ -257,19 +258,20 @@ static int run_once(const struct cli *c)
 	r = engine_prctl_open(&e);
 	if (r < 0)
 		log_debug("no BPF prctl iterator (%s): prctl modes are inferred", strerror(-r));
-	log_thp_policy(&cfg, e.prctl_exact != NULL);
+	log_thp_policy(&cfg, r == 0);
 	/* Two samples sample_ms apart give each process's activity. */
 	r = engine_sample(&e);
 	if (r == 0) {
 		nanosleep(&ts, NULL);
 		r = engine_pass(&e, &o, &ps);
 	}
+	engine_stats_get(&e, &st);
 	if (r < 0)
 		log_err("pass failed: %s", strerror(-r));
 	else if (c->json)
-		report_json(stdout, &e, &o, &ps, o.dry_run);
+		report_json(stdout, &st, &o, &ps, o.dry_run);
 	else
-		report_text(stdout, &e, &o, &ps, o.dry_run || log_is_verbose());
+		report_text(stdout, &st, &o, &ps, o.dry_run || log_is_verbose());
 	engine_free(&e);
 	config_free(&cfg);
 	if (r < 0)

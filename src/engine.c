@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "budget.h"
+#include "cgroup2.h"
 #include "dispatch.h"
 #include "grow.h"
 #include "khugepaged.h"
@@ -294,6 +295,66 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 struct engine_view engine_view(const struct engine *e)
 {
 	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = e->cands, .ncands = e->ncands};
+}
+
+void engine_stats_get(const struct engine *e, struct engine_stats *out)
+{
+	*out = (struct engine_stats){.cfg = e->cfg,
+				     .view = engine_view(e),
+				     .cg_bytes = e->cg_bytes,
+				     .ncg_bytes = e->ncg_bytes,
+				     .total = e->total,
+				     .last = e->last,
+				     .passes = e->passes,
+				     .passes_idle = e->passes_idle,
+				     .full_samples = e->full_samples,
+				     .partial_samples = e->partial_samples,
+				     .stat_reads = e->stat_reads,
+				     .doorbell_wakeups = e->doorbell_wakeups,
+				     .doorbell_opens = e->doorbell.opens,
+				     .resume_pid = e->resume_pid,
+				     .block_hist = e->block_hist,
+				     .pass_hist = e->pass_hist,
+				     .pressure_paused = e->pressure.paused,
+				     .pressure_pauses = e->pressure.pauses,
+				     .pressure_read_s = e->pressure.read_s,
+				     .cold_watched = cold_watch_active(&e->cold),
+				     .memcg_gate_error = memcg_gate_error(e)};
+}
+
+void engine_count_wakeup(struct engine *e)
+{
+	e->doorbell_wakeups++;
+}
+
+const struct fault_doorbell *engine_doorbell(const struct engine *e)
+{
+	return &e->doorbell;
+}
+
+const struct cold_watch *engine_cold(const struct engine *e)
+{
+	return &e->cold;
+}
+
+void engine_cold_close(struct engine *e)
+{
+	cold_watch_close(&e->cold);
+}
+
+uint64_t engine_passes(const struct engine *e)
+{
+	return e->passes;
+}
+
+bool engine_prctl_exact(const struct engine *e)
+{
+	return e->prctl_exact != NULL;
+}
+
+void engine_prune_cgroups(struct engine *e, const struct cgroup2_root *r)
+{
+	cgroup_bytes_prune(e->cg_bytes, &e->ncg_bytes, r);
 }
 
 /* Which processes a pass looks at. */

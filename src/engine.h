@@ -28,6 +28,7 @@
 #include "cold_watch.h"
 #include "collapse.h"
 #include "config.h"
+#include "engine_stats.h"
 #include "fault_doorbell.h"
 #include "histogram.h"
 #include "mapped_memory.h"
@@ -41,59 +42,7 @@
 #include "tmpfs_mounts.h"
 #include "vmstat.h"
 
-struct pass_stats {
-	uint64_t results[SCAN_NR_RESULTS];       /* blocks classified by this pass's scans */
-	uint64_t outcomes[COLLAPSE_NR_OUTCOMES]; /* collapse attempts */
-	uint64_t collapsed_bytes;
-	double scan_s, collapse_s;
-	unsigned procs_total;          /* processes sampled (after --pid filter) */
-	unsigned procs_scanned;        /* smaps + pagemap read */
-	unsigned procs_unchanged;      /* skipped at O(1) */
-	unsigned procs_disabled;       /* policy enable = no */
-	unsigned procs_cgroup_unknown; /* cgroup unreadable: not collapsed */
-	unsigned procs_active;         /* active within idle_after_s */
-	unsigned procs_sampled;        /* /proc/PID/stat read to take this pass's sample */
-	bool full_sample;              /* every process sampled (libproc2): first pass,
-					* lost fault records, memory mapped without faults */
-	uint64_t smaps_reads, pagemap_ops;
-	uint64_t stale_dropped;     /* remembered blocks a rescan no longer found
-				     * candidates (cold, freed, unmapped...) */
-	bool backing_off;           /* some process's blocks wait: after its ENOMEM */
-	unsigned procs_backing_off; /* processes whose blocks wait after ENOMEM (proc_state.backoff_until) */
-	bool pressure_paused;       /* no collapse this pass: host memory pressure (mem_pressure.h) */
-	bool idle;                  /* skipped: no fault anywhere, nothing pending */
-	bool missing_privilege;     /* EPERM/EACCES from the kernel */
-	/* A dry run (mode = observe, --dry-run): the candidates this pass
-	 * would have collapsed, given the budget's time, and their processes. */
-	uint64_t would_collapse_bytes;
-	unsigned procs_would_collapse;
-};
-
-struct pass_options {
-	bool dry_run;
-	bool unlimited; /* --once: collapse every candidate, no budget */
-	const pid_t *pids;
-	size_t npids;    /* 0: every process */
-	bool allow_idle; /* daemon: skip the pass when no fault happened
-			  * anywhere and nothing is pending (fault_doorbell) */
-	/* Asked between processes and between the VMAs of one process; true
-	 * abandons the rest of the pass (the daemon: SIGTERM is pending).
-	 * NULL: never. */
-	bool (*interrupted)(void);
-	double max_seconds; /* stop scanning and collapsing this long after the
-			     * pass began (0: no limit), checked between VMAs
-			     * (and between pagemap chunks on the read path),
-			     * so one VMA's scan at most overruns it; the rest
-			     * waits for the next pass, which resumes there */
-};
-
 struct memcg_gate;
-
-/* Bytes collapsed per cgroup, for metrics. */
-struct cgroup_bytes {
-	char *cgroup;
-	uint64_t bytes;
-};
 
 /* Fills out with every user-space process, sorted by pid, as
  * procs_sample() does. Returns 0 or -errno. */
@@ -242,16 +191,23 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 
 const struct proc_state *engine_find(const struct engine *e, pid_t pid);
 
-/* A read-only view for readers (report.c, tests): the process table, sorted
- * by pid, and the last pass's candidates in collapse order (a candidate's
- * proc indexes procs). Valid until the next pass. */
-struct engine_view {
-	const struct proc_state *procs;
-	size_t nprocs;
-	const struct candidate *cands;
-	size_t ncands;
-};
 struct engine_view engine_view(const struct engine *e);
+/* What readers see (engine_stats.h): views valid until the next pass. */
+void engine_stats_get(const struct engine *e, struct engine_stats *out);
+/* The service's doorbell poll woke a pass (back to back). */
+void engine_count_wakeup(struct engine *e);
+/* The doorbell, for the service to poll its fds; the MADV_COLD observer,
+ * to say how it is watched. */
+const struct fault_doorbell *engine_doorbell(const struct engine *e);
+const struct cold_watch *engine_cold(const struct engine *e);
+void engine_cold_close(struct engine *e);
+/* Passes completed. */
+uint64_t engine_passes(const struct engine *e);
+/* Whether prctl modes are read exactly (engine_prctl_open() worked). */
+bool engine_prctl_exact(const struct engine *e);
+struct cgroup2_root;
+/* Forgets the collapsed bytes of the cgroups that are gone (cgroup2.h). */
+void engine_prune_cgroups(struct engine *e, const struct cgroup2_root *r);
 /* The default enumerator: procs_sample() on ctx (a struct procs). */
 int engine_enumerate_procs(void *ctx, struct proc_table *out);
 double monotonic_seconds(void);

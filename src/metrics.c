@@ -16,7 +16,6 @@
 #include "coverage.h"
 #include "coverage_metrics.h"
 #include "histogram.h"
-#include "memcg_gate.h"
 #include "producer.h"
 #include "scan_result.h"
 #include "series_keep.h"
@@ -129,7 +128,7 @@ static size_t seen_at(const struct metrics_memory *m, size_t i, const char *cgro
  * cgroup moves between its own series and "other" (series_keep.h). A
  * cgroup no longer in e->cg_bytes (removed) is forgotten: one of the same
  * name later starts from 0. */
-static int count_collapsed(struct metrics_memory *m, const struct engine *e, const struct coverage *c)
+static int count_collapsed(struct metrics_memory *m, const struct engine_stats *e, const struct coverage *c)
 {
 	struct cgroup_bytes *seen = calloc(e->ncg_bytes ? e->ncg_bytes : 1, sizeof(*seen));
 
@@ -163,7 +162,7 @@ static int count_collapsed(struct metrics_memory *m, const struct engine *e, con
 }
 
 /* One series per group of c: the same labels as the coverage series. */
-static void collapsed_series(FILE *f, const struct engine *e, const struct coverage *c, struct metrics_memory *m)
+static void collapsed_series(FILE *f, const struct engine_stats *e, const struct coverage *c, struct metrics_memory *m)
 {
 	bool counted = m && count_collapsed(m, e, c) == 0;
 
@@ -192,7 +191,7 @@ void metrics_memory_free(struct metrics_memory *m)
 }
 
 /* The two histograms (histogram.c): what a target and the host feel. */
-static void metrics_format_latency(FILE *f, const struct engine *e)
+static void metrics_format_latency(FILE *f, const struct engine_stats *e)
 {
 	histogram_format(f, "hugecollapsed_block_collapse_seconds",
 			 "Time to collapse one 2 MiB block (each process_madvise call's time divided over its blocks). "
@@ -205,7 +204,7 @@ static void metrics_format_latency(FILE *f, const struct engine *e)
 }
 
 /* mode = observe (config.h): what the daemon would have collapsed. */
-static void metrics_format_observe(FILE *f, const struct engine *e)
+static void metrics_format_observe(FILE *f, const struct engine_stats *e)
 {
 	bool observe = e->cfg && e->cfg->mode == RUN_OBSERVE;
 
@@ -235,7 +234,7 @@ void metrics_set_reload(const struct metrics_reload *r)
 	reload = *r;
 }
 
-void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *mem)
+void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *mem)
 {
 	const struct pass_stats *t = &e->total;
 	struct timespec now;
@@ -318,15 +317,15 @@ void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode, 
 		   e->last.procs_backing_off);
 	scalar_u64(f, "hugecollapsed_memcg_gate_failed", "gauge",
 		   "1 while the memory cgroup mounts cannot be read: every collapse is held back (fail closed).",
-		   memcg_gate_error(e) != 0);
+		   e->memcg_gate_error != 0);
 	scalar_u64(f, "hugecollapsed_memory_pressure_paused", "gauge",
 		   "1 while collapsing waits for host memory pressure to pass (PSI memory or the zone watermarks).",
-		   e->pressure.paused);
+		   e->pressure_paused);
 	scalar_u64(f, "hugecollapsed_memory_pressure_pauses_total", "counter",
-		   "Times collapsing paused for host memory pressure.", e->pressure.pauses);
+		   "Times collapsing paused for host memory pressure.", e->pressure_pauses);
 	header(f, "hugecollapsed_memory_pressure_check_seconds_total", "counter",
 	       "Time spent reading /proc/pressure/memory and /proc/zoneinfo.");
-	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure.read_s);
+	fprintf(f, "hugecollapsed_memory_pressure_check_seconds_total %.6f\n", e->pressure_read_s);
 	metrics_format_observe(f, e);
 	if (have_coverage) {
 		coverage_metrics_write(f, &c); /* coverage_metrics.h */
@@ -357,7 +356,7 @@ static int open_temp(const char *tmp)
 	return fd < 0 ? -errno : fd;
 }
 
-int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *m)
+int metrics_write(const char *path, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m)
 {
 	char tmp[4096];
 	FILE *f;

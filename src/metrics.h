@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "series_keep.h"
 
 /* The daemon's reloads (SIGHUP), which the engine does not know of: set by
@@ -44,14 +44,14 @@ void metrics_memory_free(struct metrics_memory *m);
  * of coverage_build(), chosen with m (NULL: no memory, the largest now,
  * and collapsed bytes as the sums now). The caller forgets removed cgroups
  * first (cgroup_bytes_prune() in cgroup2.h). */
-void metrics_format(FILE *f, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *m);
+void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m);
 
 /* Writes path atomically (temporary file PATH.tmp.PID in the same
  * directory, fsync, rename), mode 0644. The temporary file is created
  * O_EXCL|O_NOFOLLOW|O_NONBLOCK: whatever is found at its name (a FIFO, a
  * symlink, a stale file) is unlinked, never opened, and the open tried
  * once more. Returns 0 or -errno; "" means no metrics file. */
-int metrics_write(const char *path, const struct engine *e, enum khugepaged_mode mode, struct metrics_memory *m);
+int metrics_write(const char *path, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m);
 
 /* Writes s as a label value (no quotes): escaped and UTF-8, as above. */
 void metrics_label_value(FILE *f, const char *s);

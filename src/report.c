@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collapse.h"
+#include "config.h"
 #include "json_number.h"
 #include "log.h"
 #include "report_table.h"
@@ -91,10 +92,10 @@ static void text_process(FILE *f, const struct engine_view *v, size_t idx)
 	}
 }
 
-void report_text(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+void report_text(FILE *f, const struct engine_stats *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process)
 {
-	struct engine_view v = engine_view(e);
+	struct engine_view v = e->view;
 
 	/* The table and ranges; every block only with -v (a 10 GiB heap is
 	 * 5000 lines). */
@@ -126,7 +127,7 @@ void report_text(FILE *f, const struct engine *e, const struct pass_options *o, 
 		fprintf(f, " %s %llu", collapse_outcome_name(i), (unsigned long long)ps->outcomes[i]);
 	fputc('\n', f);
 	/* A run sees no advice given before it (cold_watch.h). */
-	if (!cold_watch_active(&e->cold))
+	if (!e->cold_watched)
 		fprintf(
 		    f,
 		    "coldness: per VMA only (min_referenced_pct); a MADV_COLD or MADV_PAGEOUT range inside a hot VMA "
@@ -198,10 +199,10 @@ static void json_process(FILE *f, const struct engine_view *v, size_t idx)
 	fprintf(f, "]}");
 }
 
-void report_json(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+void report_json(FILE *f, const struct engine_stats *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process)
 {
-	struct engine_view v = engine_view(e);
+	struct engine_view v = e->view;
 	bool first = true;
 
 	fprintf(f, "{\"schema_version\":%d,\"version\":\"%s\",\"dry_run\":%s,\"collapsed_bytes\":%llu,",

@@ -5,13 +5,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine_stats.h"
 
 /* Per process (dry run): blocks counted by result and candidates in collapse
  * order with their scores; then the pass summary. */
-void report_text(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+void report_text(FILE *f, const struct engine_stats *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process);
-void report_json(FILE *f, const struct engine *e, const struct pass_options *o, const struct pass_stats *ps,
+void report_json(FILE *f, const struct engine_stats *e, const struct pass_options *o, const struct pass_stats *ps,
 		 bool per_process);
 
 /* Writes s as a JSON string literal: quote, backslash and control bytes

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "coverage.h"
 #include "scan_result.h"
 #include "text_escape.h"

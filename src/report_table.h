@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine_stats.h"
 
 /* [start, end) of adjacent 2 MiB candidate blocks. */
 struct block_range {

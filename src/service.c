@@ -58,7 +58,10 @@ struct service {
 
 static void notify_status(struct service *s)
 {
-	const struct engine *e = &s->engine;
+	struct engine_stats es;
+	const struct engine_stats *e = &es;
+
+	engine_stats_get(&s->engine, &es);
 
 	/* A failed reload stays in the line until one succeeds: systemctl
 	 * status shows it, not only the journal. */
@@ -82,12 +85,14 @@ static void notify_status(struct service *s)
 
 static void write_metrics(struct service *s)
 {
+	struct engine_stats st;
 	int r;
 
 	/* A removed cgroup's series goes (and a new cgroup of the same name
 	 * starts from 0): one fstatat per cgroup that ever had a collapse. */
-	cgroup_bytes_prune(s->engine.cg_bytes, &s->engine.ncg_bytes, &s->cgroup2);
-	r = metrics_write(s->cfg.metrics_file, &s->engine, s->khp.mode, &s->metrics_mem);
+	engine_prune_cgroups(&s->engine, &s->cgroup2);
+	engine_stats_get(&s->engine, &st);
+	r = metrics_write(s->cfg.metrics_file, &st, s->khp.mode, &s->metrics_mem);
 
 	if (r < 0 && !s->metrics_failed)
 		log_err("cannot write metrics file %s: %s (will keep trying)", s->cfg.metrics_file, strerror(-r));
@@ -120,7 +125,7 @@ static void log_pass(struct service *s, const struct pass_stats *ps)
 	bool changed = ps->would_collapse_bytes != s->logged_would || ps->procs_would_collapse != s->logged_would_procs;
 	char f[8][64];
 	const char *fields[8];
-	unsigned long long pass = (unsigned long long)s->engine.passes;
+	unsigned long long pass = (unsigned long long)engine_passes(&s->engine);
 
 	if (ps->idle || !(log_is_verbose() || (observe ? changed : ps->collapsed_bytes > 0)))
 		return;
@@ -164,7 +169,7 @@ static bool run_pass(struct service *s)
 
 	r = engine_pass(&s->engine, &o, &ps);
 	if (r < 0)
-		log_err("pass %llu failed: %s", (unsigned long long)s->engine.passes, strerror(-r));
+		log_err("pass %llu failed: %s", (unsigned long long)engine_passes(&s->engine), strerror(-r));
 	log_pass(s, &ps);
 	/* Every pass is reported, except passes less than a second apart that
 	 * collapsed nothing, at intervals under 100 ms: back to back the
@@ -212,11 +217,14 @@ static void drop_bells(struct service *s)
 static void back_to_back_pass(struct service *s)
 {
 	bool idle = run_pass(s);
-	const struct engine *e = &s->engine;
+	struct engine_stats es;
+	const struct engine_stats *e = &es;
+
+	engine_stats_get(&s->engine, &es);
 
 	/* A pass may open the doorbell's events again (CPU hotplug): listen
 	 * to the new fds. Without them the tick still runs every pass. */
-	if (e->doorbell.opens != s->bell_opens) {
+	if (e->doorbell_opens != s->bell_opens) {
 		drop_bells(s);
 		if (add_bells(s) < 0)
 			log_err("cannot listen to the page-fault doorbell after it was reopened");
@@ -256,7 +264,7 @@ static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *use
 	(void)fd;
 	(void)revents;
 	s->last_bell = now;
-	s->engine.doorbell_wakeups++;
+	engine_count_wakeup(&s->engine);
 	back_to_back_pass(s);
 	if (!flood)
 		return 0;
@@ -285,7 +293,7 @@ static void drop_pass_sources(struct service *s)
 /* One io source per doorbell fd. */
 static int add_bells(struct service *s)
 {
-	const struct fault_doorbell *d = &s->engine.doorbell;
+	const struct fault_doorbell *d = engine_doorbell(&s->engine);
 	int r;
 
 	s->bell_opens = d->opens;
@@ -405,19 +413,19 @@ static void cold_watch_apply_config(struct service *s)
 	int r;
 
 	if (!s->cfg.cold_watch) {
-		if (cold_watch_active(&s->engine.cold))
-			cold_watch_close(&s->engine.cold);
+		if (cold_watch_active(engine_cold(&s->engine)))
+			engine_cold_close(&s->engine);
 		log_info("MADV_COLD/MADV_PAGEOUT ranges: not observed (cold_watch = no): coldness is judged per VMA "
 			 "(min_referenced_pct) only");
 		return;
 	}
-	if (cold_watch_active(&s->engine.cold))
+	if (cold_watch_active(engine_cold(&s->engine)))
 		return;
 	r = engine_cold_open(&s->engine, why, sizeof(why));
 	if (r == 0)
 		log_info("MADV_COLD/MADV_PAGEOUT ranges: observed by syscall tracepoints on %d CPUs (calls made "
 			 "before now, by processes older than the daemon, are judged per VMA only)",
-			 s->engine.cold.ncpu);
+			 engine_cold(&s->engine)->ncpu);
 	else
 		log_info("MADV_COLD/MADV_PAGEOUT ranges: not observed (%s): coldness is judged per VMA "
 			 "(min_referenced_pct) only",
@@ -428,7 +436,7 @@ static void cold_watch_apply_config(struct service *s)
  * naming the key to change when it allows nothing. */
 static void log_thp_policy(const struct service *s)
 {
-	bool exact = s->engine.prctl_exact != NULL;
+	bool exact = engine_prctl_exact(&s->engine);
 	struct thp_state st;
 	char line[512];
 	int r = thp_state_read(khugepaged_sysfs_dir(), &s->khp, &st);
@@ -509,7 +517,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		engine_set_config(&s->engine, &s->cfg);
 		if (schedule_passes(s) < 0)
 			log_err("cannot reschedule passes after reload");
-		if (s->cfg.cold_watch != cold_watch_active(&s->engine.cold))
+		if (s->cfg.cold_watch != cold_watch_active(engine_cold(&s->engine)))
 			cold_watch_apply_config(s);
 		log_fields(LOG_INFO, HC_MSGID_RELOAD, reload_ok, 1, "reloaded %s (%zu cgroup policies, mode = %s)",
 			   s->config_path, s->cfg.nrules, run_mode_name(s->cfg.mode));

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "cgroup2.h"
-#include "engine.h"
+#include "engine_stats.h"
 
 static char mnt[4096], root[CGROUP2_ROOT_MAX];
 

@@ -23,7 +23,7 @@
 #include "coverage.h"
 #include "series_keep.h"
 #include "coverage_metrics.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "procs.h"
 #include "smaps_scan.h"
 
@@ -198,7 +198,7 @@ static void test_refresh_live(void **state)
 static struct config cfg;
 static struct cgroup_rule rules[1];
 static struct proc_state st[6];
-static struct engine eng;
+static struct engine_stats eng;
 static struct block_memo memos[3];
 static struct cgroup_bytes cgb[1];
 
@@ -232,8 +232,8 @@ static void fill(void)
 	cgb[0] = (struct cgroup_bytes){.cgroup = "/web/worker", .bytes = 7 * MIB2};
 	memset(&eng, 0, sizeof(eng));
 	eng.cfg = &cfg;
-	eng.st = st;
-	eng.nst = 6;
+	eng.view.procs = st;
+	eng.view.nprocs = 6;
 	eng.cg_bytes = cgb;
 	eng.ncg_bytes = 1;
 }
@@ -312,7 +312,7 @@ static void test_policy_group_without_processes(void **state)
 
 	(void)state;
 	fill();
-	eng.nst = 0;
+	eng.view.nprocs = 0;
 	eng.ncg_bytes = 0;
 	assert_int_equal(coverage_build(&eng, 10, NULL, &c), 0);
 	assert_int_equal(c.ncg, 1);
@@ -323,7 +323,7 @@ static void test_policy_group_without_processes(void **state)
 }
 
 /* The coverage series as metrics_format() writes them. */
-static void coverage_text(FILE *f, const struct engine *e)
+static void coverage_text(FILE *f, const struct engine_stats *e)
 {
 	struct coverage c;
 

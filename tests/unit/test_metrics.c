@@ -19,7 +19,7 @@
 
 #include "collapse.h"
 #include "config.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "proc_table.h"
 #include "metrics.h"
 #include "status.h"
@@ -33,9 +33,9 @@ static char tmp[64];
 /* An engine with every field metrics_format() reads set to something
  * recognizable; cgroup names include the characters that need escaping. */
 static struct cgroup_bytes cgs[2];
-static struct engine eng;
+static struct engine_stats eng;
 
-static void fill_engine(struct engine *e)
+static void fill_engine(struct engine_stats *e)
 {
 	memset(e, 0, sizeof(*e));
 	cgs[0] = (struct cgroup_bytes){.cgroup = "/system.slice/web.service", .bytes = 3 * MIB2};
@@ -60,7 +60,7 @@ static void fill_engine(struct engine *e)
 }
 
 /* metrics_format() into a NUL-terminated string the caller frees. */
-static char *format(const struct engine *e, enum khugepaged_mode mode)
+static char *format(const struct engine_stats *e, enum khugepaged_mode mode)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -205,7 +205,7 @@ static void test_label_invalid_utf8(void **state)
 	    {.cgroup = "/a\xef\xbf\xbd", .bytes = 4 * MIB2}, /* a real U+FFFD */
 	    {.cgroup = "/q\"b\\\xff\n", .bytes = MIB2},      /* all of it at once */
 	};
-	struct engine e;
+	struct engine_stats e;
 	char *t;
 
 	(void)state;
@@ -332,7 +332,7 @@ static void test_latency_histograms(void **state)
 /* No cgroup collapsed anything yet: the family is declared, no samples. */
 static void test_no_cgroups(void **state)
 {
-	struct engine e;
+	struct engine_stats e;
 	char *t;
 
 	(void)state;
@@ -344,7 +344,7 @@ static void test_no_cgroups(void **state)
 	free(t);
 }
 
-static char *format_mem(const struct engine *e, struct metrics_memory *m)
+static char *format_mem(const struct engine_stats *e, struct metrics_memory *m)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -388,7 +388,7 @@ static void test_counters_stable(void **state)
 	static struct cgroup_bytes cgb[3];
 	struct metrics_memory m = {0};
 	struct config cfg;
-	struct engine e;
+	struct engine_stats e;
 	char *t, *a, *b;
 
 	(void)state;
@@ -400,8 +400,8 @@ static void test_counters_stable(void **state)
 	st[0].usage.anon = 10 * MIB2;
 	st[1] = (struct proc_state){.pid = 11, .scanned = true, .cgroup = "/y"};
 	st[1].usage.anon = 8 * MIB2;
-	e.st = st;
-	e.nst = 2;
+	e.view.procs = st;
+	e.view.nprocs = 2;
 	cgb[0] = (struct cgroup_bytes){.cgroup = "/x", .bytes = 1 * MIB2};
 	cgb[1] = (struct cgroup_bytes){.cgroup = "/y", .bytes = 2 * MIB2};
 	cgb[2] = (struct cgroup_bytes){.cgroup = "/z", .bytes = 1 * MIB2};

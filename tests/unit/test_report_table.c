@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "engine_stats.h"
 #include "report_table.h"
 
 #define B (UINT64_C(2) << 20)

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "metrics.h"
 #include "scan_result.h"
 #include "status.h"
@@ -84,7 +84,7 @@ static void test_round_trip(void **state)
 	static struct proc_state st[2];
 	static struct block_memo memos[4];
 	static struct cgroup_bytes cgb[1];
-	struct engine e;
+	struct engine_stats e;
 	struct status sts;
 	char *buf = NULL, *out = NULL;
 	size_t len = 0, outlen = 0;
@@ -101,8 +101,8 @@ static void test_round_trip(void **state)
 	st[0].results[SCAN_EXCEED_NONE_PTE] = 1;
 	snprintf(st[0].prev.comm, sizeof(st[0].prev.comm), "db");
 	cgb[0] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 3 * MIB2};
-	e.st = st;
-	e.nst = 1;
+	e.view.procs = st;
+	e.view.nprocs = 1;
 	e.cg_bytes = cgb;
 	e.ncg_bytes = 1;
 	e.passes = 9;

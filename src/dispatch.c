@@ -330,19 +330,9 @@ void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, str
 	}
 }
 
-size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps, double now)
+bool dispatch_needs_rescan(const struct proc_state *s, double now)
 {
-	size_t dropped = 0;
-
-	for (size_t i = 0; i < nsel; i++) {
-		struct proc_state *s = &e->st[e->cands[i].proc];
-
-		/* Not again if its scan stopped midway in this pass: it had its
-		 * share (collapse_selected() leaves its blocks alone). */
-		if (s->last_scan < now && !(s->scan_cursor && s->cursor_set == now))
-			rescan_visit(e, s, o, ps, now, true);
-		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
-			dropped++;
-	}
-	return dropped;
+	/* Not again if its scan stopped midway in this pass: it had its
+	 * share (collapse_selected() leaves its blocks alone). */
+	return s->last_scan < now && !(s->scan_cursor && s->cursor_set == now);
 }

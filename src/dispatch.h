@@ -14,9 +14,10 @@
  * the pass. An
  * ENOMEM while the kernel's allocation failure count did not move is an
  * unmapped block (COLLAPSE_UNMAPPED): dropped, and nothing stops.
- * recheck_selected() first rescans the selected processes not scanned in
- * this pass, since cold or freed memory leaves no trace in the sample; a
- * process whose scan did not complete in this pass is not collapsed. Then
+ * The engine first rescans the selected processes not scanned in this pass
+ * (dispatch_needs_rescan()), since cold or freed memory leaves no trace in
+ * the sample; a process whose scan did not complete in this pass is not
+ * collapsed. Then
  * each call's blocks are checked again right before it (the process, the
  * policies it was scanned under, and range_scan_recheck() over just those
  * blocks): the stale ones are not submitted (COLLAPSE_STALE). */
@@ -28,7 +29,6 @@
 #include "plan.h"
 
 struct engine;
-struct pass_options;
 struct pass_stats;
 struct proc_state;
 
@@ -65,6 +65,9 @@ int open_verified_pidfd(struct engine *e, struct proc_state *s);
 void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, struct collapse_run *cr,
 		       struct pass_stats *ps, bool collect_retry, double now);
 
-/* Rescans each process of e->cands[0..nsel) not scanned in this pass;
- * returns how many of those blocks are no longer candidates. */
-size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps, double now);
+/* Whether the selected blocks of s must be found again by a scan (engine.c
+ * asks the scanner) before they are collapsed in the pass whose sample time
+ * is now: s was not scanned in this pass, and no scan of it stopped midway
+ * in this pass (that one had its share: collapse_selected() leaves its
+ * blocks alone). A block not re-checked is never collapsed. Pure. */
+bool dispatch_needs_rescan(const struct proc_state *s, double now);

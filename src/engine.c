@@ -380,6 +380,26 @@ static size_t select_within_budget(struct engine *e, const struct pass_options *
 	return budget_select(&e->budget, e->cfg, e->cands, e->ncands, e->st, o->unlimited);
 }
 
+/* The recheck before collapse (issue 16): rescans each process of
+ * e->cands[0..nsel) that dispatch says must be found again; returns how
+ * many of those blocks are no longer candidates. The engine calls the
+ * scanner, so that dispatch never calls back into it. */
+static size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps,
+			       double now)
+{
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < nsel; i++) {
+		struct proc_state *s = &e->st[e->cands[i].proc];
+
+		if (dispatch_needs_rescan(s, now))
+			rescan_visit(e, s, o, ps, now, true);
+		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
+			dropped++;
+	}
+	return dropped;
+}
+
 static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
 			     double pass_start)
 {

@@ -264,7 +264,7 @@ void engine_free(struct engine *e)
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
 	tmpfs_mounts_close(&e->tmpfs);
-	memcg_gate_free(e);
+	memcg_gate_free(e->memcg);
 	if (e->proc_fd > 0)
 		close(e->proc_fd);
 	if (e->procs)
@@ -319,7 +319,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .pressure_pauses = e->pressure.pauses,
 				     .pressure_read_s = e->pressure.read_s,
 				     .cold_watched = cold_watch_active(&e->cold),
-				     .memcg_gate_error = memcg_gate_error(e)};
+				     .memcg_gate_error = memcg_gate_error(e->memcg)};
 }
 
 void engine_count_wakeup(struct engine *e)
@@ -363,6 +363,27 @@ static struct pid_filter pass_filter(const struct engine *e, const struct pass_o
 	return (struct pid_filter){.pids = o->pids, .npids = o->npids, .self = e->self};
 }
 
+/* The memory cgroup gate on e->cands; each process's results follow what
+ * it held back (their owner: proc_table.c). */
+static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
+{
+	const struct memcg_gate_input in = {.st = e->st,
+					    .nst = e->nst,
+					    .proc_root = e->proc_root,
+					    .pass = e->passes,
+					    .sample_time = e->sample_time,
+					    .now = e->now()};
+	int r;
+
+	if (!e->memcg && !(e->memcg = memcg_gate_new()))
+		return -ENOMEM;
+	r = memcg_gate_hold_back(e->memcg, &in, e->cands, &e->ncands, ps);
+	if (r >= 0 && memcg_gate_counted(e->memcg))
+		for (size_t p = 0; p < e->nst; p++)
+			proc_state_memcg_held(&e->st[p], memcg_gate_held(e->memcg, p));
+	return r;
+}
+
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	struct pid_filter f = pass_filter(e, o);
@@ -371,7 +392,7 @@ static int build_candidates(struct engine *e, const struct pass_options *o, stru
 
 	/* Before the budget: what does not fit in its cgroup spends nothing. */
 	if (r == 0)
-		r = memcg_gate_hold_back(e, ps);
+		r = memcg_hold_back(e, ps);
 	return r < 0 ? r : 0;
 }
 

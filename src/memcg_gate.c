@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "config.h"
+#include "engine_stats.h"
 #include "grow.h"
 #include "log.h"
 
@@ -34,42 +35,35 @@ struct memcg_gate {
 	 * past MOUNTINFO_MAX_BYTES): every block is held back, never let
 	 * through as "no memory controller" (issue 16, defect 6). */
 	int roots_err;
-	double roots_tried;    /* e->now of the last attempt */
+	double roots_tried;    /* in->now of the last attempt */
 	const char *mountinfo; /* MOUNTINFO; tests set another */
 	unsigned ncpus;
-	uint64_t pass; /* e->passes the cache below belongs to */
+	uint64_t pass; /* in->pass the cache below belongs to */
 	struct cg_room *cg;
 	size_t ncg, capcg;
-	int32_t *cg_of; /* per e->st index: index in cg, NO_LIMIT or UNKNOWN */
-	uint32_t *held; /* per e->st index: blocks held back this call */
+	int32_t *cg_of; /* per in->st index: index in cg, NO_LIMIT or UNKNOWN */
+	uint32_t *held; /* per in->st index: blocks held back this call */
 	size_t capcg_of, capheld;
 	char *cgroup_buf;      /* CGROUP_FILE bytes, kept: one read per process per pass */
 	char warned[PATH_MAX]; /* the last cgroup warned about: once, not every pass */
+	bool counted;          /* the last call counted held[] in its pass_stats */
 };
 
-static struct memcg_gate *gate_get(struct engine *e)
+struct memcg_gate *memcg_gate_new(void)
 {
-	struct memcg_gate *g = e->memcg;
+	struct memcg_gate *g = calloc(1, sizeof(*g));
 	long n;
 
-	if (g)
-		return g;
-	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	g->ncpus = n > 0 ? (unsigned)n : 1;
 	g->pass = UINT64_MAX;
-	e->memcg = g;
 	return g;
 }
 
-int memcg_gate_set_roots(struct engine *e, const struct memcg_roots *roots)
+int memcg_gate_set_roots(struct memcg_gate *g, const struct memcg_roots *roots)
 {
-	struct memcg_gate *g = gate_get(e);
-
-	if (!g)
-		return -ENOMEM;
 	g->roots = *roots;
 	g->have_roots = true;
 	g->roots_err = 0;
@@ -84,10 +78,8 @@ static void cache_clear(struct memcg_gate *g)
 	g->ncg = 0;
 }
 
-void memcg_gate_free(struct engine *e)
+void memcg_gate_free(struct memcg_gate *g)
 {
-	struct memcg_gate *g = e->memcg;
-
 	if (!g)
 		return;
 	cache_clear(g);
@@ -96,11 +88,10 @@ void memcg_gate_free(struct engine *e)
 	free(g->held);
 	free(g->cgroup_buf);
 	free(g);
-	e->memcg = NULL;
 }
 
 /* The memory cgroup path of a process, from /proc/PID/cgroup. */
-static int proc_memcg_path(const struct engine *e, struct memcg_gate *g, pid_t pid, char *path, size_t len)
+static int proc_memcg_path(const char *proc_root, struct memcg_gate *g, pid_t pid, char *path, size_t len)
 {
 	char file[PATH_MAX];
 	ssize_t n;
@@ -109,7 +100,7 @@ static int proc_memcg_path(const struct engine *e, struct memcg_gate *g, pid_t p
 		g->cgroup_buf = malloc(CGROUP_FILE);
 	if (!g->cgroup_buf)
 		return -ENOMEM;
-	snprintf(file, sizeof(file), "%s/%d/cgroup", e->proc_root, (int)pid);
+	snprintf(file, sizeof(file), "%s/%d/cgroup", proc_root, (int)pid);
 	n = read_small_file_at(AT_FDCWD, file, g->cgroup_buf, CGROUP_FILE);
 	if (n < 0)
 		return (int)n;
@@ -119,12 +110,12 @@ static int proc_memcg_path(const struct engine *e, struct memcg_gate *g, pid_t p
 }
 
 /* The cache entry of process st[p]'s cgroup: read on first use this pass. */
-static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
+static int32_t cg_lookup(const struct memcg_gate_input *in, struct memcg_gate *g, uint32_t p)
 {
-	const struct proc_state *s = &e->st[p];
+	const struct proc_state *s = &in->st[p];
 	char path[PATH_MAX];
 	struct cg_room *c;
-	int r = proc_memcg_path(e, g, s->pid, path, sizeof(path));
+	int r = proc_memcg_path(in->proc_root, g, s->pid, path, sizeof(path));
 
 	if (r < 0) {
 		/* Gone, or no line for it: dispatch finds out which. */
@@ -156,19 +147,24 @@ static int32_t cg_lookup(struct engine *e, struct memcg_gate *g, uint32_t p)
 	return (int32_t)g->ncg++;
 }
 
-/* Results: this pass's held-back blocks are memcg_limit, not candidate. */
-static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *ps)
+bool memcg_gate_counted(const struct memcg_gate *g)
 {
-	for (size_t p = 0; p < e->nst; p++) {
-		struct proc_state *s = &e->st[p];
-		uint64_t *res = s->results;
-		uint64_t was = res[SCAN_MEMCG_LIMIT], now = p < g->capheld ? g->held[p] : 0;
+	return g->counted;
+}
 
-		/* Undo the last pass's count first (an unscanned process keeps
-		 * its results from pass to pass). */
-		res[SCAN_CANDIDATE] += was;
-		res[SCAN_MEMCG_LIMIT] = now;
-		res[SCAN_CANDIDATE] -= now < res[SCAN_CANDIDATE] ? now : res[SCAN_CANDIDATE];
+uint32_t memcg_gate_held(const struct memcg_gate *g, size_t p)
+{
+	return p < g->capheld ? g->held[p] : 0;
+}
+
+/* This pass's held-back blocks are memcg_limit, not candidate, in ps (each
+ * process's own results are its owner's: proc_state_memcg_held()). */
+static void account(const struct memcg_gate_input *in, const struct memcg_gate *g, struct pass_stats *ps)
+{
+	for (size_t p = 0; p < in->nst; p++) {
+		const struct proc_state *s = &in->st[p];
+		uint64_t now = memcg_gate_held(g, p);
+
 		if (!now)
 			continue;
 		if (g->cg_of[p] >= 0)
@@ -176,34 +172,29 @@ static void account(struct engine *e, struct memcg_gate *g, struct pass_stats *p
 				 "pid %d: %llu blocks wait for room below the limits of memory cgroup %s", (int)s->pid,
 				 (unsigned long long)now, g->cg[g->cg_of[p]].path);
 		ps->results[SCAN_MEMCG_LIMIT] += now;
-		if (s->last_scan >= e->sample_time)
+		if (s->last_scan >= in->sample_time)
 			ps->results[SCAN_CANDIDATE] -=
 			    now < ps->results[SCAN_CANDIDATE] ? now : ps->results[SCAN_CANDIDATE];
 	}
 }
 
-int memcg_gate_set_mountinfo(struct engine *e, const char *path)
+int memcg_gate_set_mountinfo(struct memcg_gate *g, const char *path)
 {
-	struct memcg_gate *g = gate_get(e);
-
-	if (!g)
-		return -ENOMEM;
 	g->mountinfo = path;
 	g->have_roots = false;
 	g->roots_err = 0;
 	return 0;
 }
 
-int memcg_gate_error(const struct engine *e)
+int memcg_gate_error(const struct memcg_gate *g)
 {
-	return e->memcg ? e->memcg->roots_err : 0;
+	return g ? g->roots_err : 0;
 }
 
 /* The mounts, at the first pass and again every RETRY_S while unknown. */
-static void find_roots(struct engine *e, struct memcg_gate *g)
+static void find_roots(double now, struct memcg_gate *g)
 {
 	const char *path = g->mountinfo ? g->mountinfo : MOUNTINFO;
-	double now = e->now ? e->now() : 0;
 	int r;
 
 	if (g->have_roots && (!g->roots_err || now - g->roots_tried < RETRY_S))
@@ -223,18 +214,18 @@ static void find_roots(struct engine *e, struct memcg_gate *g)
 	g->have_roots = true;
 }
 
-static int gate_prepare(struct engine *e, struct memcg_gate *g)
+static int gate_prepare(const struct memcg_gate_input *in, struct memcg_gate *g)
 {
-	find_roots(e, g);
-	if (g->pass != e->passes) {
+	find_roots(in->now, g);
+	if (g->pass != in->pass) {
 		cache_clear(g);
-		g->pass = e->passes;
-		if (GROW(g->cg_of, g->capcg_of, e->nst + 1) < 0)
+		g->pass = in->pass;
+		if (GROW(g->cg_of, g->capcg_of, in->nst + 1) < 0)
 			return -ENOMEM;
-		for (size_t i = 0; i < e->nst; i++)
+		for (size_t i = 0; i < in->nst; i++)
 			g->cg_of[i] = UNKNOWN;
 	}
-	if (GROW(g->held, g->capheld, e->nst + 1) < 0)
+	if (GROW(g->held, g->capheld, in->nst + 1) < 0)
 		return -ENOMEM;
 	memset(g->held, 0, g->capheld * sizeof(*g->held));
 	for (size_t i = 0; i < g->ncg; i++)
@@ -242,40 +233,41 @@ static int gate_prepare(struct engine *e, struct memcg_gate *g)
 	return 0;
 }
 
-int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps)
+int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, struct candidate *cands,
+			 size_t *ncands, struct pass_stats *ps)
 {
-	struct memcg_gate *g = gate_get(e);
 	size_t n = 0, nheld;
 	int r;
 
-	if (!g)
-		return -ENOMEM;
-	r = gate_prepare(e, g);
+	g->counted = false;
+	r = gate_prepare(in, g);
 	if (r < 0)
 		return r;
 	if (g->roots.mode == MEMCG_NONE && !g->roots_err)
 		return 0;
-	for (size_t i = 0; i < e->ncands && g->roots_err; i++)
-		g->held[e->cands[i].proc]++; /* fail closed */
-	for (size_t i = 0; i < e->ncands && !g->roots_err; i++) {
-		struct candidate c = e->cands[i];
-		const struct policy *pol = e->st[c.proc].policy;
+	for (size_t i = 0; i < *ncands && g->roots_err; i++)
+		g->held[cands[i].proc]++; /* fail closed */
+	for (size_t i = 0; i < *ncands && !g->roots_err; i++) {
+		struct candidate c = cands[i];
+		const struct policy *pol = in->st[c.proc].policy;
 		int32_t k;
 
 		if (g->cg_of[c.proc] == UNKNOWN)
-			g->cg_of[c.proc] = cg_lookup(e, g, c.proc);
+			g->cg_of[c.proc] = cg_lookup(in, g, c.proc);
 		k = g->cg_of[c.proc];
 		if (k == NO_LIMIT ||
 		    (!g->cg[k].err &&
 		     memcg_take(&g->cg[k].left, memcg_headroom_bytes(pol ? pol->memcg_headroom_mb : 0, g->ncpus),
 				c.present)))
-			e->cands[n++] = c;
+			cands[n++] = c;
 		else
 			g->held[c.proc]++;
 	}
-	nheld = e->ncands - n;
-	e->ncands = n;
-	if (ps)
-		account(e, g, ps);
+	nheld = *ncands - n;
+	*ncands = n;
+	if (ps) {
+		account(in, g, ps);
+		g->counted = true;
+	}
 	return nheld > INT32_MAX ? INT32_MAX : (int)nheld;
 }

@@ -3,7 +3,7 @@
  * cgroup has no room for them, so that a collapse never makes the kernel
  * reclaim a container's own memory (or fail the charge) to pay for it.
  *
- * It runs on the pass's order of candidates (e->cands), before the budget
+ * It runs on the pass's order of candidates, before the budget
  * selection: a block that does not fit neither spends budget nor shows up
  * as "would be collapsed" in --dry-run. Walking that order, each block
  * spends its cgroup's room (memcg.h: the 2 MiB peak must fit above the
@@ -15,20 +15,48 @@
  * files of each of their cgroups, read once per pass (a per-pass cache
  * keyed by cgroup path); nothing at all without a memory controller. */
 #pragma once
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memcg.h"
 
-struct engine;
+struct candidate;
 struct pass_stats;
+struct proc_state;
 
-/* Removes from e->cands the blocks that do not fit, keeping the order.
- * With ps (the first time in a pass), counts them in ps->results and in
- * each process's results as SCAN_MEMCG_LIMIT instead of SCAN_CANDIDATE.
- * A cgroup whose limits cannot be read holds its blocks back (fail
- * closed); a process whose cgroup cannot be read is left to dispatch.
- * Returns how many blocks were held back, or -ENOMEM. */
-int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps);
+/* The gate's state (owned here alone): the memory cgroup mounts, and the
+ * room of each cgroup read once per pass. */
+struct memcg_gate;
+
+/* What one call looks at. */
+struct memcg_gate_input {
+	const struct proc_state *st; /* the table: a candidate's proc indexes it */
+	size_t nst;
+	const char *proc_root; /* where /proc/PID/cgroup is read */
+	uint64_t pass;         /* the pass: rooms are read once per pass */
+	double sample_time;    /* the pass's sample: who was scanned in it */
+	double now;            /* monotonic seconds: the retry of mountinfo */
+};
+
+/* NULL: no memory. */
+struct memcg_gate *memcg_gate_new(void);
+void memcg_gate_free(struct memcg_gate *g);
+
+/* Removes from cands[0..*ncands) the blocks that do not fit, keeping the
+ * order. With ps (the first time in a pass), counts them in ps->results
+ * as SCAN_MEMCG_LIMIT instead of SCAN_CANDIDATE, and memcg_gate_counted()
+ * says so: each process's own results are then its owner's to set
+ * (proc_state_memcg_held(), with memcg_gate_held()). A cgroup whose limits
+ * cannot be read holds its blocks back (fail closed); a process whose
+ * cgroup cannot be read is left to dispatch. Returns how many blocks were
+ * held back, or -ENOMEM. */
+int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, struct candidate *cands,
+			 size_t *ncands, struct pass_stats *ps);
+/* Whether the last memcg_gate_hold_back() counted in its pass_stats. */
+bool memcg_gate_counted(const struct memcg_gate *g);
+/* The blocks of in->st[p] that the last memcg_gate_hold_back() held back. */
+uint32_t memcg_gate_held(const struct memcg_gate *g, size_t p);
 
 /* The memory cgroup mounts come from /proc/self/mountinfo, read whole
  * (however long, up to MOUNTINFO_MAX_BYTES). If they cannot be found (the
@@ -38,11 +66,10 @@ int memcg_gate_hold_back(struct engine *e, struct pass_stats *ps);
  * 10 s until it works. */
 
 /* Reads path instead of /proc/self/mountinfo (tests), at the next pass. */
-int memcg_gate_set_mountinfo(struct engine *e, const char *path);
-/* 0, or the -errno that keeps the mounts unknown (everything held back). */
-int memcg_gate_error(const struct engine *e);
+int memcg_gate_set_mountinfo(struct memcg_gate *g, const char *path);
+/* 0, or the -errno that keeps the mounts unknown (everything held back);
+ * 0 for a NULL gate. */
+int memcg_gate_error(const struct memcg_gate *g);
 
 /* Uses roots instead of the ones /proc/self/mountinfo names (tests). */
-int memcg_gate_set_roots(struct engine *e, const struct memcg_roots *roots);
-
-void memcg_gate_free(struct engine *e);
+int memcg_gate_set_roots(struct memcg_gate *g, const struct memcg_roots *roots);

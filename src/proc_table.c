@@ -41,6 +41,15 @@ void proc_state_clear(struct proc_state *s)
 	memset(s, 0, sizeof(*s));
 }
 
+void proc_state_memcg_held(struct proc_state *s, uint64_t held)
+{
+	uint64_t *res = s->results;
+
+	res[SCAN_CANDIDATE] += res[SCAN_MEMCG_LIMIT]; /* the last pass's count undone first */
+	res[SCAN_MEMCG_LIMIT] = held;
+	res[SCAN_CANDIDATE] -= held < res[SCAN_CANDIDATE] ? held : res[SCAN_CANDIDATE];
+}
+
 const char *proc_state_cgroup(const struct proc_state *s)
 {
 	return s->cgroup ? s->cgroup : "?";

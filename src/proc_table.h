@@ -83,6 +83,11 @@ struct proc_state {
 struct proc_state *proc_state_find(struct proc_state *st, size_t n, pid_t pid);
 /* Frees what the state owns and zeroes it (pid 0: an empty slot). */
 void proc_state_clear(struct proc_state *s);
+/* held of its blocks wait for room in its memory cgroup this pass
+ * (memcg_gate.h): they count as SCAN_MEMCG_LIMIT, not SCAN_CANDIDATE, in
+ * its results, replacing the last pass's count (a process not scanned
+ * again keeps its results from pass to pass). */
+void proc_state_memcg_held(struct proc_state *s, uint64_t held);
 /* The process's cgroup path, "?" while unknown (for messages and metrics). */
 const char *proc_state_cgroup(const struct proc_state *s);
 

@@ -14,22 +14,36 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_stats.h"
 #include "memcg_gate.h"
 
 #define NPROC 5
 
-static struct engine e;
+/* The gate's inputs, as the engine passes them (engine.c). */
+static struct memcg_gate *g;
+static struct memcg_gate_input in;
 static struct proc_state st[NPROC];
 static struct candidate cands[64];
+static size_t ncands;
 static struct policy pol;
 static struct pass_stats ps;
 
 static void add(uint32_t proc, unsigned present)
 {
-	cands[e.ncands] = (struct candidate){
-	    .addr = 0x40000000ull + e.ncands * (2ull << 20), .proc = proc, .present = (uint16_t)present};
-	e.ncands++;
+	cands[ncands] = (struct candidate){
+	    .addr = 0x40000000ull + ncands * (2ull << 20), .proc = proc, .present = (uint16_t)present};
+	ncands++;
+}
+
+/* One call, and each process's results after it, as engine.c does. */
+static int hold_back(struct pass_stats *p)
+{
+	int r = memcg_gate_hold_back(g, &in, cands, &ncands, p);
+
+	if (r >= 0 && memcg_gate_counted(g))
+		for (size_t i = 0; i < NPROC; i++)
+			proc_state_memcg_held(&st[i], memcg_gate_held(g, i));
+	return r;
 }
 
 static int setup(void **state)
@@ -37,7 +51,9 @@ static int setup(void **state)
 	struct memcg_roots r = {.mode = MEMCG_V2};
 
 	(void)state;
-	memset(&e, 0, sizeof(e));
+	g = memcg_gate_new();
+	assert_non_null(g);
+	ncands = 0;
 	memset(st, 0, sizeof(st));
 	memset(&ps, 0, sizeof(ps));
 	pol = (struct policy){.enable = true, .memcg_headroom_mb = 0};
@@ -45,23 +61,18 @@ static int setup(void **state)
 		st[i].pid = 100 + i;
 		st[i].policy = &pol;
 	}
-	e.st = st;
-	e.nst = NPROC;
-	e.cands = cands;
-	e.capcands = 64;
-	e.proc_root = HC_FIXTURES "/memcg_proc";
-	e.passes = 1;
-	e.sample_time = 50;
+	in = (struct memcg_gate_input){
+	    .st = st, .nst = NPROC, .proc_root = HC_FIXTURES "/memcg_proc", .pass = 1, .sample_time = 50};
 	snprintf(r.mount, sizeof(r.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(r.root, sizeof(r.root), "/");
-	assert_int_equal(memcg_gate_set_roots(&e, &r), 0);
+	assert_int_equal(memcg_gate_set_roots(g, &r), 0);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	memcg_gate_free(&e);
+	memcg_gate_free(g);
 	return 0;
 }
 
@@ -88,10 +99,10 @@ static void test_room_spent_in_order(void **state)
 	st[0].results[SCAN_CANDIDATE] = 12;
 	st[0].last_scan = 50; /* scanned in this pass */
 	ps.results[SCAN_CANDIDATE] = 12;
-	held = memcg_gate_hold_back(&e, &ps);
+	held = hold_back(&ps);
 	assert_int_equal(held, 12 - (int)fit);
-	assert_int_equal(e.ncands, fit);
-	for (size_t i = 0; i < e.ncands; i++) /* the best ones, in order */
+	assert_int_equal(ncands, fit);
+	for (size_t i = 0; i < ncands; i++) /* the best ones, in order */
 		assert_true(cands[i].addr == 0x40000000ull + i * (2ull << 20));
 	assert_int_equal(ps.results[SCAN_MEMCG_LIMIT], 12 - fit);
 	assert_int_equal(ps.results[SCAN_CANDIDATE], fit);
@@ -105,13 +116,13 @@ static void test_full_blocks(void **state)
 	(void)state;
 	for (int i = 0; i < 40; i++)
 		add(0, 512);
-	assert_int_equal(memcg_gate_hold_back(&e, NULL), 0);
-	assert_int_equal(e.ncands, 40);
+	assert_int_equal(hold_back(NULL), 0);
+	assert_int_equal(ncands, 40);
 	/* ...but not where there is no room at all. */
-	e.ncands = 0;
+	ncands = 0;
 	add(4, 512);
-	assert_int_equal(memcg_gate_hold_back(&e, NULL), 1);
-	assert_int_equal(e.ncands, 0);
+	assert_int_equal(hold_back(NULL), 1);
+	assert_int_equal(ncands, 0);
 }
 
 /* No limit, unreadable limits (fail closed), a process gone (left to
@@ -126,8 +137,8 @@ static void test_each_cgroup_on_its_own(void **state)
 	add(3, 0); /* gone */
 	add(1, 0);
 	add(2, 400);
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 2);
-	assert_int_equal(e.ncands, 3);
+	assert_int_equal(hold_back(&ps), 2);
+	assert_int_equal(ncands, 3);
 	assert_int_equal(cands[0].proc, 1);
 	assert_int_equal(cands[1].proc, 3);
 	assert_int_equal(cands[2].proc, 1);
@@ -136,9 +147,9 @@ static void test_each_cgroup_on_its_own(void **state)
 	/* A policy whose headroom exceeds the room holds everything back. */
 	big.memcg_headroom_mb = 64;
 	st[0].policy = &big;
-	e.ncands = 0;
+	ncands = 0;
 	add(0, 256);
-	assert_int_equal(memcg_gate_hold_back(&e, NULL), 1);
+	assert_int_equal(hold_back(NULL), 1);
 }
 
 /* Limits are read once per pass; each call spends the room afresh, and
@@ -151,18 +162,18 @@ static void test_per_pass_cache(void **state)
 	for (int i = 0; i < 12; i++)
 		add(0, 0);
 	st[0].results[SCAN_CANDIDATE] = 12;
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 12 - (int)fit);
+	assert_int_equal(hold_back(&ps), 12 - (int)fit);
 	/* A rebuild in the same pass (after a recheck) gets the same room. */
-	e.ncands = 0;
+	ncands = 0;
 	for (int i = 0; i < 12; i++)
 		add(0, 0);
-	assert_int_equal(memcg_gate_hold_back(&e, NULL), 12 - (int)fit);
+	assert_int_equal(hold_back(NULL), 12 - (int)fit);
 	/* The next pass, with fewer blocks: the old count is undone. */
-	e.passes = 2;
-	e.ncands = 0;
+	in.pass = 2;
+	ncands = 0;
 	add(0, 0);
 	memset(&ps, 0, sizeof(ps));
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 0);
+	assert_int_equal(hold_back(&ps), 0);
 	assert_int_equal(st[0].results[SCAN_MEMCG_LIMIT], 0);
 	assert_int_equal(st[0].results[SCAN_CANDIDATE], 12);
 	assert_int_equal(ps.results[SCAN_MEMCG_LIMIT], 0);
@@ -173,10 +184,10 @@ static void test_no_controller(void **state)
 	struct memcg_roots none = {.mode = MEMCG_NONE};
 
 	(void)state;
-	assert_int_equal(memcg_gate_set_roots(&e, &none), 0);
+	assert_int_equal(memcg_gate_set_roots(g, &none), 0);
 	add(4, 0); /* /over, but nothing to read it with */
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 0);
-	assert_int_equal(e.ncands, 1);
+	assert_int_equal(hold_back(&ps), 0);
+	assert_int_equal(ncands, 1);
 }
 
 /* Issue 16, defect 6: mounts that cannot be found never turn the gate off:
@@ -191,13 +202,13 @@ static void test_mountinfo_fails_closed(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(memcg_gate_set_mountinfo(&e, "/nonexistent/mountinfo"), 0);
+	assert_int_equal(memcg_gate_set_mountinfo(g, "/nonexistent/mountinfo"), 0);
 	add(0, 0);
 	add(1, 0);
 	add(2, 0);
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 3);
-	assert_int_equal(e.ncands, 0);
-	assert_int_equal(memcg_gate_error(&e), -ENOENT);
+	assert_int_equal(hold_back(&ps), 3);
+	assert_int_equal(ncands, 0);
+	assert_int_equal(memcg_gate_error(g), -ENOENT);
 	assert_int_equal(ps.results[SCAN_MEMCG_LIMIT], 3);
 
 	/* 17,000 overlay mounts (4.4 MB), the cgroup2 fixture tree last. */
@@ -216,16 +227,16 @@ static void test_mountinfo_fails_closed(void **state)
 	size = ftell(f);
 	fclose(f);
 	assert_true(size > 4l << 20);
-	assert_int_equal(memcg_gate_set_mountinfo(&e, path), 0);
-	e.passes++;
-	e.ncands = 0;
+	assert_int_equal(memcg_gate_set_mountinfo(g, path), 0);
+	in.pass++;
+	ncands = 0;
 	memset(&ps, 0, sizeof(ps));
 	add(0, 0); /* no limit */
 	add(4, 0); /* /over: no room */
-	assert_int_equal(memcg_gate_hold_back(&e, &ps), 1);
-	assert_int_equal(memcg_gate_error(&e), 0);
-	assert_int_equal(e.ncands, 1);
-	assert_int_equal(e.cands[0].proc, 0);
+	assert_int_equal(hold_back(&ps), 1);
+	assert_int_equal(memcg_gate_error(g), 0);
+	assert_int_equal(ncands, 1);
+	assert_int_equal(cands[0].proc, 0);
 	unlink(path);
 }
 

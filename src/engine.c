@@ -79,9 +79,34 @@ static void open_vmstat(struct engine *e, const struct config *cfg)
 		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
 }
 
-int engine_enumerate_procs(void *ctx, struct proc_table *out)
+int engine_sample(struct engine *e)
 {
-	return procs_sample(ctx, out);
+	const struct sample_table t = {.st = &e->st, .n = &e->nst, .cap = &e->capst};
+
+	return sampler_sample_all(&e->sampler, e->now, e->hz, &t);
+}
+
+int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps)
+{
+	const struct sample_table t = {.st = &e->st, .n = &e->nst, .cap = &e->capst};
+	const struct sample_input in = {.now = e->now,
+					.hz = e->hz,
+					.full_rescan_s = e->cfg->full_rescan_s,
+					.policy_gen = e->policy_gen,
+					.self = e->self,
+					.proc_root = e->proc_root,
+					.every_process = o->npids || o->unlimited};
+	struct sample_out out = {0};
+	int r = sampler_pass(&e->sampler, &in, &t, &out);
+
+	ps->full_sample = out.full;
+	ps->procs_sampled = out.sampled;
+	return r;
+}
+
+const struct proc_state *engine_find(const struct engine *e, pid_t pid)
+{
+	return proc_state_find(e->st, e->nst, pid);
 }
 
 int engine_init(struct engine *e, const struct config *cfg)
@@ -102,13 +127,11 @@ int engine_init(struct engine *e, const struct config *cfg)
 	mem_pressure_init(&e->pressure);
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
-	e->doorbell_rang = fault_doorbell_rang;
 	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
 	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
-	e->doorbell_drain = fault_doorbell_drain;
 	e->proc_root = proc_root();
 	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
 	r = tmpfs_mounts_open(&e->tmpfs, e->proc_root);
@@ -134,8 +157,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
-	e->enumerate = engine_enumerate_procs;
-	e->enumerate_ctx = e->procs;
+	sampler_init(&e->sampler, e->procs);
 	r = range_scanner_init(&e->scanner, pagemap_mode_from_env());
 	if (r < 0) {
 		procs_close(e->procs);
@@ -145,14 +167,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
-	r = fault_doorbell_open(&e->doorbell);
-	if (r < 0)
-		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
-	else
-		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
-			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
-	e->doorbell_opened = e->now();
-	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
+	sampler_open_doorbell(&e->sampler, e->now());
 	return 0;
 }
 
@@ -250,23 +265,14 @@ void engine_free(struct engine *e)
 	free(e->smaps_buf);
 	free(e->old_blocks);
 	vma_list_free(&e->vmas);
-	proc_table_free(&e->sample);
-	fault_pids_free(&e->faulted);
-	free(e->listing);
-	free(e->fresh);
-	free(e->nomm);
-	free(e->want);
-	free(e->newcomers);
+	sampler_free(&e->sampler);
 	range_scanner_free(&e->scanner);
 	prctl_iter_close(e->prctl_iter);
-	fault_doorbell_close(&e->doorbell);
 	cold_watch_close(&e->cold);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
 	tmpfs_mounts_close(&e->tmpfs);
 	memcg_gate_free(e->memcg);
-	if (e->proc_fd > 0)
-		close(e->proc_fd);
 	if (e->procs)
 		procs_close(e->procs);
 	memset(e, 0, sizeof(*e));
@@ -307,11 +313,11 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .last = e->last,
 				     .passes = e->passes,
 				     .passes_idle = e->passes_idle,
-				     .full_samples = e->full_samples,
-				     .partial_samples = e->partial_samples,
-				     .stat_reads = e->stat_reads,
+				     .full_samples = e->sampler.full_samples,
+				     .partial_samples = e->sampler.partial_samples,
+				     .stat_reads = e->sampler.stat_reads,
 				     .doorbell_wakeups = e->doorbell_wakeups,
-				     .doorbell_opens = e->doorbell.opens,
+				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->resume_pid,
 				     .block_hist = e->block_hist,
 				     .pass_hist = e->pass_hist,
@@ -329,7 +335,7 @@ void engine_count_wakeup(struct engine *e)
 
 const struct fault_doorbell *engine_doorbell(const struct engine *e)
 {
-	return &e->doorbell;
+	return &e->sampler.doorbell;
 }
 
 const struct cold_watch *engine_cold(const struct engine *e)
@@ -371,7 +377,7 @@ static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
 					    .nst = e->nst,
 					    .proc_root = e->proc_root,
 					    .pass = e->passes,
-					    .sample_time = e->sample_time,
+					    .sample_time = e->sampler.sample_time,
 					    .now = e->now()};
 	int r;
 
@@ -462,34 +468,6 @@ out:
 	return r;
 }
 
-#define DOORBELL_CHECK_S 1.0
-
-/* A CPU that came online since the events were opened has none (a pass
- * that is not idle looks, at most every DOORBELL_CHECK_S; about 10 us), and one that went offline and came
- * back between two looks has a silent one: those are opened again at least
- * every full_rescan_s, the bound on what the doorbell may miss anyway. */
-static void refresh_doorbell(struct engine *e, double now)
-{
-	bool force = now - e->doorbell_opened >= e->cfg->full_rescan_s;
-	int r;
-
-	/* The online list costs a sysfs read (3 system calls): once a second
-	 * is enough, not on every pass the doorbell wakes. */
-	if (!force && now - e->doorbell_checked < DOORBELL_CHECK_S)
-		return;
-	e->doorbell_checked = now;
-	r = fault_doorbell_refresh(&e->doorbell, force);
-	if (r == 0)
-		return;
-	e->doorbell_opened = now;
-	if (r < 0)
-		log_info("page-fault doorbell lost (perf events: %s): every pass samples every process", strerror(-r));
-	else if (strcmp(e->doorbell.online, e->doorbell_logged))
-		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
-			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
-	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
-}
-
 /* Nothing can have become a candidate if no process faulted since the last
  * full pass, no memory was mapped without faults, nothing is left over from
  * it, and no full rescan is due (which catches the changes that come
@@ -502,15 +480,10 @@ static bool pass_can_idle(struct engine *e, double now)
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
 	if (sampling || e->pending || e->resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
-	    now - e->last_full_pass >= c->full_rescan_s || e->doorbell_rang(&e->doorbell) ||
+	    now - e->last_full_pass >= c->full_rescan_s || sampler_rang(&e->sampler) ||
 	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at))
 		return false;
-	/* Remembered: a move asks for a full sample. */
-	if (mapped_watch_moved(&e->mapped, now))
-		e->mapped_moved = true;
-	if (e->mapped.grew) /* consumed: one listing per growth seen */
-		e->mapped_unlisted = true, e->mapped.grew = false;
-	return !e->mapped_moved;
+	return sampler_mapped_quiet(&e->sampler, now);
 }
 
 /* What a dry run leaves: every candidate past the memory cgroup gate would
@@ -551,7 +524,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	if (r < 0)
 		return r;
 	cold_ranges_follow(e);
-	now = e->sample_time;
+	now = e->sampler.sample_time;
 	e->scanner.stats = (struct range_scan_stats){0};
 	/* The lazy-free probe changes memory: never in a dry run. */
 	range_scanner_set_probe(&e->scanner, o->dry_run ? NULL : e->madvise_fn);
@@ -618,12 +591,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		e->partial_scans += e->st[i].scan_cursor != 0;
 	}
 	ps->backing_off = ps->procs_backing_off > 0;
-	refresh_doorbell(e, now);
+	sampler_refresh_doorbell(&e->sampler, now, e->cfg->full_rescan_s);
 	/* The rings are drained at the start of the next pass: faults during
 	 * this one are not lost (a refresh keeps what the old rings held),
 	 * and our own are ignored by PID. */
-	if (!e->mapped.known)
-		mapped_watch_note(&e->mapped, e->now());
+	sampler_after_pass(&e->sampler, e->now);
 	e->passes++;
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		e->total.results[i] += ps->results[i];

@@ -29,14 +29,13 @@
 #include "collapse.h"
 #include "config.h"
 #include "engine_stats.h"
-#include "fault_doorbell.h"
 #include "histogram.h"
-#include "mapped_memory.h"
 #include "mem_pressure.h"
 #include "plan.h"
 #include "proc_table.h"
 #include "procs.h"
 #include "range_scan.h"
+#include "sampler.h"
 #include "smaps_scan.h"
 #include "thp_policy.h"
 #include "tmpfs_mounts.h"
@@ -44,22 +43,14 @@
 
 struct memcg_gate;
 
-/* Fills out with every user-space process, sorted by pid, as
- * procs_sample() does. Returns 0 or -errno. */
-typedef int (*proc_enumerate_fn)(void *ctx, struct proc_table *out);
-
 struct engine {
 	const struct config *cfg;
 	struct procs *procs;
-	proc_enumerate_fn enumerate; /* procs_sample() on procs by default; injectable */
-	void *enumerate_ctx;
 	const char *proc_root; /* "/proc" (proc_root()); injectable */
-	int proc_fd;           /* proc_root, opened at the first partial sample; 0: not yet */
 	pid_t self;            /* never collapsed: getpid() */
 	struct range_scanner scanner;
-	struct proc_table sample;
-	double sample_time;   /* monotonic seconds of the last sample */
-	struct budget budget; /* token buckets: global and per policy */
+	struct sampler sampler; /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
+	struct budget budget;   /* token buckets: global and per policy */
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;
@@ -79,35 +70,15 @@ struct engine {
 	unsigned policy_gen; /* counts changes of thp (below) and of the config (engine_set_config) */
 	struct cgroup_bytes *cg_bytes;
 	size_t ncg_bytes;
-	struct fault_doorbell doorbell;
-	double doorbell_opened;                               /* monotonic seconds (e->now) of its last (re)open */
-	double doorbell_checked;                              /* … and of its last look at the online CPUs */
-	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
-	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
-	/* Who faulted: fault_doorbell_drain() by default; injectable. */
-	int (*doorbell_drain)(struct fault_doorbell *, struct fault_pids *);
-	struct fault_pids faulted;            /* scratch: this pass's faulting PIDs */
-	pid_t *listing, *fresh, *nomm, *want; /* scratch PID sets (sample_set.h) */
-	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
-	pid_t *newcomers; /* new PIDs named by fewer than SAMPLES_PER_BLOCK samples, since the last listing */
-	size_t nnewcomers, capnewcomers;
-	double last_listing;  /* monotonic seconds of the last /proc readdir */
-	pid_t roll_pid;       /* the rolling rescan's cursor */
-	double roll_credit;   /* processes the slice owes (fractions carry over) */
-	bool mapped_moved;    /* seen by pass_can_idle(), for the sample */
-	bool mapped_unlisted; /* ... and /proc not listed since */
-	double last_full_sample;
-	uint64_t full_samples, partial_samples, stat_reads;
-	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
-	struct mapped_watch mapped; /* memory populated without faults */
-	double last_full_pass;      /* monotonic seconds */
-	size_t pending;             /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;           /* a pass ran out of time: the next scans from here (its scan_cursor) */
-	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
-	double pass_start;          /* this pass's start (e->now) */
-	uint64_t passes_idle;       /* passes skipped by the doorbell */
-	struct pass_stats total;    /* since start */
-	struct pass_stats last;     /* the last pass */
+	uint64_t doorbell_wakeups; /* back to back: passes the doorbell's poll woke (service) */
+	double last_full_pass;     /* monotonic seconds */
+	size_t pending;            /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;          /* a pass ran out of time: the next scans from here (its scan_cursor) */
+	size_t partial_scans;      /* processes left with a scan_cursor after the last pass */
+	double pass_start;         /* this pass's start (e->now) */
+	uint64_t passes_idle;      /* passes skipped by the doorbell */
+	struct pass_stats total;   /* since start */
+	struct pass_stats last;    /* the last pass */
 	uint64_t passes;
 	/* The THP policy (live and original), read from thp_dir at most once a
 	 * second while processes are scanned or their faults weighed
@@ -175,15 +146,15 @@ void engine_cold_drain(struct engine *e);
 void engine_free(struct engine *e);
 void engine_set_config(struct engine *e, const struct config *cfg);
 
-/* Takes a sample of every process (e->enumerate), updating activity. The
- * first one only sets the baseline. Returns 0 or -errno. (proc_table.c) */
+/* Takes a sample of every process (e->sampler.enumerate), updating activity.
+ * The first one only sets the baseline. Returns 0 or -errno. */
 int engine_sample(struct engine *e);
 
 /* The sample of one pass: only what changed (sample_set.h) when the fault
  * doorbell says who faulted; every process (engine_sample) when it cannot,
  * when records were lost, when mapped memory moved without faults, or
  * for a --pid or --once pass. Sets ps->full_sample and ps->procs_sampled.
- * Returns 0 or -errno. (proc_table.c) */
+ * Returns 0 or -errno. (sampler.h) */
 int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pass_stats *ps);
 
 /* One pass (samples again first). Returns 0 or -errno on a fatal error. */
@@ -208,6 +179,4 @@ bool engine_prctl_exact(const struct engine *e);
 struct cgroup2_root;
 /* Forgets the collapsed bytes of the cgroups that are gone (cgroup2.h). */
 void engine_prune_cgroups(struct engine *e, const struct cgroup2_root *r);
-/* The default enumerator: procs_sample() on ctx (a struct procs). */
-int engine_enumerate_procs(void *ctx, struct proc_table *out);
 double monotonic_seconds(void);

@@ -1145,10 +1145,10 @@ static void test_populate_without_faults_ends_idle(void **state)
 	struct fixture *f = *state;
 
 	mapped_child = f->ch.pid;
-	f->e.mapped.read_kb = child_mapped_kb;
-	f->e.doorbell_drain = no_faults;
+	f->e.sampler.mapped.read_kb = child_mapped_kb;
+	f->e.sampler.doorbell_drain = no_faults;
 	first_pass(f);
-	f->e.doorbell_rang = never_rang;
+	f->e.sampler.doorbell_rang = never_rang;
 	f->o.allow_idle = true;
 	pass_at(f, 0.2);
 	assert_true(f->ps.idle);

@@ -66,8 +66,8 @@ static void fake_engine(struct engine *e, struct config *cfg, struct fake_procs 
 {
 	config_defaults(cfg);
 	assert_int_equal(engine_init(e, cfg), 0);
-	e->enumerate = fake_enumerate;
-	e->enumerate_ctx = fp;
+	e->sampler.enumerate = fake_enumerate;
+	e->sampler.enumerate_ctx = fp;
 	e->now = fake_clock;
 }
 

@@ -340,11 +340,11 @@ static void test_sample_pass(void **unused)
 	cfg.full_rescan_s = 6 * L; /* the rolling slice: one process per L */
 	assert_int_equal(engine_init(&e, &cfg), 0);
 	e.proc_root = root;
-	e.enumerate = fixture_enumerate;
-	e.doorbell_drain = fake_drain;
+	e.sampler.enumerate = fixture_enumerate;
+	e.sampler.doorbell_drain = fake_drain;
 	e.now = fake_clock;
 	e.self = 600;
-	e.mapped.known = false; /* this machine's meminfo must not ask for listings */
+	e.sampler.mapped.known = false; /* this machine's meminfo must not ask for listings */
 	fake_time = 100;
 
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* the first: full */
@@ -380,7 +380,7 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(minflt_of(&e, 100), 5); /* the slice */
 	/* The listing found kernel thread 2 (read once, remembered). */
 	assert_int_equal(ps.procs_sampled, 5);
-	assert_int_equal(e.nnomm, 1);
+	assert_int_equal(e.sampler.nnomm, 1);
 
 	/* Nothing faulted, L / 2 later: no listing, and the slice owes
 	 * 7 * 0.5 / 6 = 0.58 of a process: none read, the fraction carries
@@ -403,19 +403,19 @@ static void test_sample_pass(void **unused)
 	drain_pids[0] = 800;
 	drain_pids[1] = 900;
 	ndrain = 2;
-	size_t nomm0 = e.nnomm;
-	double listed = e.last_listing;
+	size_t nomm0 = e.sampler.nnomm;
+	double listed = e.sampler.last_listing;
 	fake_time = 100 + 2.25 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_null(engine_find(&e, 800));
-	assert_int_equal(e.nnewcomers, 2);
-	e.mapped_unlisted = true; /* what the meminfo watch sets */
+	assert_int_equal(e.sampler.nnewcomers, 2);
+	e.sampler.mapped_unlisted = true; /* what the meminfo watch sets */
 	fake_time = 100 + 2.5 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(minflt_of(&e, 800), 1);
-	assert_int_equal(e.nnewcomers, 0);
-	assert_int_equal(e.nnomm, nomm0);
-	assert_true(e.last_listing == listed); /* no listing */
+	assert_int_equal(e.sampler.nnewcomers, 0);
+	assert_int_equal(e.sampler.nnomm, nomm0);
+	assert_true(e.sampler.last_listing == listed); /* no listing */
 	remove_proc(800);
 
 	/* 500 exits; L later the listing sweeps it and does not read the
@@ -425,7 +425,7 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_null(engine_find(&e, 500));
 	assert_int_equal(e.nst, 6);
-	assert_int_equal(e.nfresh, 0);
+	assert_int_equal(e.sampler.nfresh, 0);
 
 	/* Lost records: everyone. */
 	write_stat(400, 9, 64 << 20);
@@ -490,11 +490,11 @@ static void test_zombie_pid_reused(void **unused)
 	config_defaults(&cfg);
 	assert_int_equal(engine_init(&e, &cfg), 0);
 	e.proc_root = root;
-	e.enumerate = fixture_enumerate;
-	e.doorbell_drain = fake_drain;
+	e.sampler.enumerate = fixture_enumerate;
+	e.sampler.doorbell_drain = fake_drain;
 	e.now = fake_clock;
 	e.self = 1;
-	e.mapped.known = false;
+	e.sampler.mapped.known = false;
 	ndrain = 0;
 	drain_lost = false;
 	fake_time = 100;
@@ -506,7 +506,7 @@ static void test_zombie_pid_reused(void **unused)
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* the listing */
 	assert_false(ps.full_sample);
 	assert_null(engine_find(&e, 400));
-	assert_int_equal(e.nnomm, 1); /* the kernel thread only */
+	assert_int_equal(e.sampler.nnomm, 1); /* the kernel thread only */
 
 	write_stat(400, 3, 64 << 20); /* reaped; the PID is a new process now */
 	fake_time = 100 + 2 * L;

@@ -11,19 +11,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "budget.h"
+#include "cold_ranges.h"
+#include "config.h"
+#include "grow.h"
 #include "log.h"
-#include "rescan.h"
+#include "range_scan.h"
 #include "smaps_scan.h"
 
 /* A process may have moved to another cgroup since its scan (up to
  * full_rescan_s ago): read its cgroup again, through the dirfd that is open
  * anyway, and let the policy it is under now decide. */
-static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirfd)
+static bool policy_still_allows(const struct dispatch_env *env, struct proc_state *s, int dirfd)
 {
 	const struct policy *before = s->policy;
 
-	if (rescan_refresh_policy(e, s, dirfd) < 0)
+	if (env->refresh_policy(env->ctx, s, dirfd) < 0)
 		return false; /* logged there */
 	if (s->policy->enable)
 		return true;
@@ -41,35 +44,35 @@ static bool policy_still_allows(struct engine *e, struct proc_state *s, int dirf
  * the rest of this pass's blocks to the next scan; with ASLR off the
  * addresses alone stay the same). Then checks its policy again (-ECANCELED: it no longer allows
  * collapsing). */
-static int still_the_same(struct engine *e, struct proc_state *s, int dirfd)
+static int still_the_same(const struct dispatch_env *env, struct proc_state *s, int dirfd)
 {
 	struct proc_sample now_stat;
 
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
 	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
 		return -ESRCH;
-	return policy_still_allows(e, s, dirfd) ? 0 : -ECANCELED;
+	return policy_still_allows(env, s, dirfd) ? 0 : -ECANCELED;
 }
 
-static int open_proc_dir(const struct engine *e, const struct proc_state *s)
+static int open_proc_dir(const struct dispatch_env *env, const struct proc_state *s)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
+	snprintf(path, sizeof(path), "%s/%d", env->proc_root, (int)s->pid);
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* Opens a pidfd for a process we sampled and proves it is the same one:
  * after pidfd_open(), still_the_same() on /proc/PID. */
-int open_verified_pidfd(struct engine *e, struct proc_state *s)
+static int open_verified_pidfd(const struct dispatcher *d, const struct dispatch_env *env, struct proc_state *s)
 {
 	int pidfd, dirfd, err;
 
-	pidfd = e->pidfd_open(s->pid);
+	pidfd = d->pidfd_open(s->pid);
 	if (pidfd < 0)
 		return -errno;
-	dirfd = open_proc_dir(e, s);
-	err = dirfd < 0 ? -ESRCH : still_the_same(e, s, dirfd);
+	dirfd = open_proc_dir(env, s);
+	err = dirfd < 0 ? -ESRCH : still_the_same(env, s, dirfd);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (err) {
@@ -81,10 +84,10 @@ int open_verified_pidfd(struct engine *e, struct proc_state *s)
 
 /* The re-check right before each call (collapse.h): the process, its
  * cgroup's policy and the THP policy and prctl it was scanned under
- * (rescan_policy_holds), then the page tables of just these blocks
+ * (env->policy_holds), then the page tables of just these blocks
  * (range_scan_recheck), with the scan's limits. */
 struct call_check {
-	struct engine *e;
+	const struct dispatch_env *env;
 	struct proc_state *s;
 	int dirfd;
 	int err; /* why the calls stopped: -ESRCH, -ECANCELED, ... */
@@ -97,9 +100,9 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 	struct proc_state *s = cc->s;
 	struct recheck_block b[RECHECK_MAX];
 	uint8_t result[RECHECK_MAX];
-	int err = still_the_same(cc->e, s, cc->dirfd);
+	int err = still_the_same(cc->env, s, cc->dirfd);
 
-	if (!err && !rescan_policy_holds(cc->e, s, cc->dirfd))
+	if (!err && !cc->env->policy_holds(cc->env->ctx, s, cc->dirfd))
 		err = -ECANCELED;
 	for (size_t k = 0; k < n && !err; k++) {
 		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
@@ -111,28 +114,28 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 			ok[k] = false;
 	}
 	if (!err) {
-		const struct collapse_limits lim = rescan_limits(cc->e, s->policy);
+		const struct collapse_limits lim = cc->env->limits(cc->env->ctx, s->policy);
 
-		err = range_scan_recheck(&cc->e->scanner, b, n, &lim, result);
+		err = range_scan_recheck(cc->env->scanner, b, n, &lim, result);
 	}
 	if (err) {
 		cc->err = err;
 		return err;
 	}
 	/* Advice since the scan: MADV_COLD/MADV_PAGEOUT given after it. */
-	engine_cold_drain(cc->e);
+	const struct cold_ranges *cold = cc->env->cold_drain(cc->env->ctx);
 	for (size_t k = 0; k < n; k++) {
 		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
 
 		if (result[k] != SCAN_CANDIDATE ||
-		    (m && cold_ranges_overlap(&cc->e->cold.ranges, s->pid, addrs[k], HPAGE_SIZE, m->cold_gen)))
+		    (m && cold_ranges_overlap(cold, s->pid, addrs[k], HPAGE_SIZE, m->cold_gen)))
 			ok[k] = false;
 		cc->stale += !ok[k];
 	}
 	return 0;
 }
 
-static void add_cgroup_bytes(struct engine *e, const char *cgroup, uint64_t bytes)
+static void add_cgroup_bytes(struct dispatcher *e, const char *cgroup, uint64_t bytes)
 {
 	size_t i;
 	struct cgroup_bytes *n;
@@ -164,19 +167,19 @@ double enomem_backoff_s(unsigned alloc_backoff_ms, unsigned streak)
 /* A call's time, shared by its blocks: what one block cost the target. */
 static void observe_call(void *ctx, double seconds, size_t nblocks)
 {
-	struct engine *e = ctx;
+	struct dispatcher *e = ctx;
 
 	if (nblocks)
 		histogram_observe(&e->block_hist, seconds / (double)nblocks, nblocks);
 }
 
 /* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
-static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *cr, size_t n, struct pass_stats *ps,
-			     bool collect_retry, double now)
+static void collapse_process(struct dispatcher *e, const struct dispatch_env *env, uint32_t p, struct collapse_run *cr,
+			     size_t n, struct pass_stats *ps, bool collect_retry, double now)
 {
-	struct proc_state *s = &e->st[p];
-	int pidfd = open_verified_pidfd(e, s);
-	struct call_check cc = {.e = e, .s = s, .dirfd = -1};
+	struct proc_state *s = &env->st[p];
+	int pidfd = open_verified_pidfd(e, env, s);
+	struct call_check cc = {.env = env, .s = s, .dirfd = -1};
 	size_t ok;
 
 	if (pidfd == -ECANCELED) { /* moved under a policy that says no */
@@ -184,8 +187,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		return;
 	}
 	if (pidfd >= 0) {
-		cc.dirfd = open_proc_dir(e, s);
-		if (cc.dirfd < 0 || range_scanner_attach(&e->scanner, cc.dirfd, s->pid) < 0) {
+		cc.dirfd = open_proc_dir(env, s);
+		if (cc.dirfd < 0 || range_scanner_attach(env->scanner, cc.dirfd, s->pid) < 0) {
 			close(pidfd);
 			pidfd = -ESRCH;
 		}
@@ -203,7 +206,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 					     .pause_ms = s->policy->pause_ms,
 					     .deadline = cr->deadline,
 					     .interrupted = cr->interrupted,
-					     .now = e->now,
+					     .now = env->now,
 					     .on_call = observe_call,
 					     .ctx = e};
 	const struct collapse_io io = {.madvise = e->madvise_fn,
@@ -214,23 +217,23 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 				       .recheck_ctx = &cc};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
-	range_scanner_detach(&e->scanner);
+	range_scanner_detach(env->scanner);
 	close(cc.dirfd);
 	ps->stale_dropped += cc.stale;
 	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
 		s->nblocks = 0;
 	if (ok) {                     /* coverage.h: the last scan's THP numbers are stale now */
 		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
-		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
+		thp_usage_refresh(env->proc_root, s->pid, s->start_ticks, env->smaps_buf, env->smaps_cap, env->vmas,
 				  &s->usage);
 		/* As after a scan: a process with tens of thousands of VMAs
 		 * must not leave its smaps buffers to every later pass. */
-		smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
+		smaps_trim(env->smaps_buf, env->smaps_cap, env->vmas, SMAPS_KEEP_BYTES);
 	}
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
 	if (collect_retry)
-		budget_charge(&e->budget, e->cfg, s->policy, (double)n * HPAGE_SIZE);
+		budget_charge(env->budget, env->cfg, s->policy, (double)n * HPAGE_SIZE);
 	/* One lookup per call, not per collapsed block. */
 	if (ok)
 		add_cgroup_bytes(e, proc_state_cgroup(s), (uint64_t)ok * HPAGE_SIZE);
@@ -276,7 +279,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 
 			if (s->enomem_streak < UINT8_MAX)
 				s->enomem_streak++;
-			wait = enomem_backoff_s(e->cfg->alloc_backoff_ms, s->enomem_streak);
+			wait = enomem_backoff_s(env->cfg->alloc_backoff_ms, s->enomem_streak);
 			s->backoff_until = now + wait;
 			log_proc_id(
 			    LOG_WARNING, HC_MSGID_BACKOFF, s->pid, proc_state_cgroup(s), "enomem",
@@ -302,8 +305,8 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 	}
 }
 
-void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, struct collapse_run *cr,
-		       struct pass_stats *ps, bool collect_retry, double now)
+void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, struct candidate *sel, size_t nsel,
+		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now)
 {
 	for (size_t i = 0; i < nsel && !cr->stop; i++) {
 		uint32_t p = sel[i].proc;
@@ -319,13 +322,13 @@ void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, str
 		/* A block that was not re-checked is never collapsed: a scan
 		 * of this pass found it (last_scan), and no scan of the process
 		 * stopped midway since (the blocks above its cursor are older). */
-		if (e->st[p].last_scan < now || e->st[p].scan_cursor) {
+		if (env->st[p].last_scan < now || env->st[p].scan_cursor) {
 			ps->outcomes[COLLAPSE_NOT_TRIED] += n;
 			continue;
 		}
-		collapse_process(e, p, cr, n, ps, collect_retry, now);
+		collapse_process(d, env, p, cr, n, ps, collect_retry, now);
 		/* Bound one dispatch; what is left keeps its place. */
-		if ((cr->deadline > 0 && e->now() >= cr->deadline) || (cr->interrupted && cr->interrupted()))
+		if ((cr->deadline > 0 && env->now() >= cr->deadline) || (cr->interrupted && cr->interrupted()))
 			cr->stop = true;
 	}
 }
@@ -335,4 +338,26 @@ bool dispatch_needs_rescan(const struct proc_state *s, double now)
 	/* Not again if its scan stopped midway in this pass: it had its
 	 * share (collapse_selected() leaves its blocks alone). */
 	return s->last_scan < now && !(s->scan_cursor && s->cursor_set == now);
+}
+
+int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr)
+{
+	if (GROW(d->batch_addrs, d->capbatch_addrs, nsel + 1) < 0 ||
+	    GROW(d->batch_out, d->capbatch_out, nsel + 1) < 0 || GROW(d->retry, d->capretry, nsel + 1) < 0)
+		return -ENOMEM;
+	cr->addrs = d->batch_addrs;
+	cr->out = d->batch_out;
+	cr->retry = d->retry;
+	return 0;
+}
+
+void dispatcher_free(struct dispatcher *d)
+{
+	for (size_t i = 0; i < d->ncg_bytes; i++)
+		free(d->cg_bytes[i].cgroup);
+	free(d->cg_bytes);
+	free(d->batch_addrs);
+	free(d->batch_out);
+	free(d->retry);
+	memset(d, 0, sizeof(*d));
 }

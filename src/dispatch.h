@@ -28,9 +28,66 @@
 
 #include "plan.h"
 
-struct engine;
-struct pass_stats;
+#include "collapse.h"
+#include "engine_stats.h"
+#include "histogram.h"
+
+struct budget;
+struct cold_ranges;
+struct config;
+struct policy;
 struct proc_state;
+struct range_scanner;
+struct vma_list;
+
+/* The dispatcher's state, written here alone: the batch buffers, the
+ * seams of the call (madvise_fn, alloc_failed), the bytes collapsed per
+ * cgroup and the seconds per block. */
+struct dispatcher {
+	uint64_t *batch_addrs;
+	uint8_t *batch_out;
+	struct candidate *retry;
+	size_t capbatch_addrs, capbatch_out, capretry;
+	process_madvise_fn madvise_fn; /* injectable for tests */
+	/* pidfd_open(2) of a process to collapse: pidfd_open_pid() by default,
+	 * -1 with errno on failure; injectable, for a test whose processes
+	 * exist only in a fixture /proc (its madvise_fn gets the fd). */
+	int (*pidfd_open)(pid_t pid);
+	/* thp_collapse_alloc_failed, read around each call to tell an
+	 * unmapped block's ENOMEM from a real shortage (collapse.h);
+	 * injectable. */
+	alloc_failed_fn alloc_failed;
+	void *alloc_failed_ctx;
+	struct cgroup_bytes *cg_bytes; /* for metrics */
+	size_t ncg_bytes;
+	struct histogram block_hist; /* seconds per block: each call's time over its blocks */
+	bool log_collapses;          /* one log line per process collapsed (daemon) */
+};
+
+/* What dispatch uses of the rest of the pass, given by the engine. The
+ * checks before each call are the engine's to answer (it owns the
+ * policies and the cold ranges): dispatch never calls back into the
+ * scanner itself. */
+struct dispatch_env {
+	struct proc_state *st; /* the table: a candidate's proc indexes it */
+	size_t nst;
+	const struct config *cfg;
+	const char *proc_root;
+	double (*now)(void);
+	struct range_scanner *scanner; /* the recheck's page-table reads */
+	char **smaps_buf;              /* scratch for the THP numbers after a collapse */
+	size_t *smaps_cap;
+	struct vma_list *vmas;
+	struct budget *budget; /* charged per call */
+	void *ctx;             /* of the four below */
+	/* Reads s's cgroup again and looks its policy up (rescan.h). */
+	int (*refresh_policy)(void *ctx, struct proc_state *s, int dirfd);
+	/* Whether the policies s was scanned under still hold (rescan.h). */
+	bool (*policy_holds)(void *ctx, const struct proc_state *s, int dirfd);
+	struct collapse_limits (*limits)(void *ctx, const struct policy *pol);
+	/* Drains the MADV_COLD observer; the ranges after it. */
+	const struct cold_ranges *(*cold_drain)(void *ctx);
+};
 
 /* ENOMEM from this many processes in one pass: huge pages are short for
  * everyone, not for one process's nodes; stop asking until the next pass. */
@@ -55,15 +112,18 @@ struct collapse_run {
 	bool stop;             /* ENOMEM_PROCS_PER_PASS, EPERM or the deadline: no more this pass */
 };
 
-/* A pidfd for s, or -errno (-ESRCH: not the process that was scanned;
- * -ECANCELED: its cgroup, read again, is unknown or under a policy that
- * disables collapsing; s->cgroup and s->policy are updated). */
-int open_verified_pidfd(struct engine *e, struct proc_state *s);
+/* Sizes the batch buffers for nsel blocks and points cr at them. 0 or
+ * -ENOMEM. */
+int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr);
 
 /* Collapses sel[0..nsel) (consumed: marked used), process by process,
- * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. */
-void collapse_selected(struct engine *e, struct candidate *sel, size_t nsel, struct collapse_run *cr,
-		       struct pass_stats *ps, bool collect_retry, double now);
+ * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. Each
+ * process's pidfd is proven to be the process that was scanned (same
+ * start time and exec fingerprint, its cgroup read again). */
+void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, struct candidate *sel, size_t nsel,
+		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now);
+
+void dispatcher_free(struct dispatcher *d);
 
 /* Whether the selected blocks of s must be found again by a scan (engine.c
  * asks the scanner) before they are collapsed in the pass whose sample time

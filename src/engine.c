@@ -116,14 +116,14 @@ int engine_init(struct engine *e, const struct config *cfg)
 	memset(e, 0, sizeof(*e));
 	e->cfg = cfg;
 	e->hz = sysconf(_SC_CLK_TCK);
-	e->madvise_fn = sys_process_madvise;
-	e->pidfd_open = pidfd_open_pid;
+	e->dispatch.madvise_fn = sys_process_madvise;
+	e->dispatch.pidfd_open = pidfd_open_pid;
 	/* Without it every ENOMEM backs off, as before (collapse.h). Only
 	 * collapsing needs it: observe mode opens it when a reload switches. */
 	e->vmstat.fd = -1;
 	open_vmstat(e, cfg);
-	e->alloc_failed = read_alloc_failed;
-	e->alloc_failed_ctx = &e->vmstat;
+	e->dispatch.alloc_failed = read_alloc_failed; /* e->vmstat */
+	e->dispatch.alloc_failed_ctx = &e->vmstat;
 	mem_pressure_init(&e->pressure);
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
@@ -138,7 +138,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	if (r < 0)
 		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
 			 e->proc_root, strerror(-r));
-	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
+	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
 	vma_list_init(&e->vmas);
@@ -254,14 +254,9 @@ void engine_free(struct engine *e)
 	for (size_t i = 0; i < e->nst; i++)
 		proc_state_clear(&e->st[i]);
 	free(e->st);
-	for (size_t i = 0; i < e->ncg_bytes; i++)
-		free(e->cg_bytes[i].cgroup);
-	free(e->cg_bytes);
+	dispatcher_free(&e->dispatch);
 	free(e->cands);
 	budget_free(&e->budget);
-	free(e->batch_addrs);
-	free(e->batch_out);
-	free(e->retry);
 	free(e->smaps_buf);
 	free(e->old_blocks);
 	vma_list_free(&e->vmas);
@@ -307,8 +302,8 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 {
 	*out = (struct engine_stats){.cfg = e->cfg,
 				     .view = engine_view(e),
-				     .cg_bytes = e->cg_bytes,
-				     .ncg_bytes = e->ncg_bytes,
+				     .cg_bytes = e->dispatch.cg_bytes,
+				     .ncg_bytes = e->dispatch.ncg_bytes,
 				     .total = e->total,
 				     .last = e->last,
 				     .passes = e->passes,
@@ -319,7 +314,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .doorbell_wakeups = e->doorbell_wakeups,
 				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->resume_pid,
-				     .block_hist = e->block_hist,
+				     .block_hist = e->dispatch.block_hist,
 				     .pass_hist = e->pass_hist,
 				     .pressure_paused = e->pressure.paused,
 				     .pressure_pauses = e->pressure.pauses,
@@ -360,7 +355,7 @@ bool engine_prctl_exact(const struct engine *e)
 
 void engine_prune_cgroups(struct engine *e, const struct cgroup2_root *r)
 {
-	cgroup_bytes_prune(e->cg_bytes, &e->ncg_bytes, r);
+	cgroup_bytes_prune(e->dispatch.cg_bytes, &e->dispatch.ncg_bytes, r);
 }
 
 /* Which processes a pass looks at. */
@@ -427,9 +422,54 @@ static size_t recheck_selected(struct engine *e, const struct pass_options *o, s
 	return dropped;
 }
 
+static int refresh_policy(void *ctx, struct proc_state *s, int dirfd)
+{
+	return rescan_refresh_policy(ctx, s, dirfd);
+}
+
+static bool policy_holds(void *ctx, const struct proc_state *s, int dirfd)
+{
+	return rescan_policy_holds(ctx, s, dirfd);
+}
+
+static struct collapse_limits limits(void *ctx, const struct policy *pol)
+{
+	return rescan_limits(ctx, pol);
+}
+
+static const struct cold_ranges *cold_drain(void *ctx)
+{
+	struct engine *e = ctx;
+
+	engine_cold_drain(e);
+	return &e->cold.ranges;
+}
+
+/* What dispatch uses of the other stages: the table, the scanner's
+ * readers and scratch, the budget, and the checks before each call. */
+static struct dispatch_env dispatch_env(struct engine *e)
+{
+	return (struct dispatch_env){.st = e->st,
+				     .nst = e->nst,
+				     .cfg = e->cfg,
+				     .proc_root = e->proc_root,
+				     .now = e->now,
+				     .scanner = &e->scanner,
+				     .smaps_buf = &e->smaps_buf,
+				     .smaps_cap = &e->smaps_cap,
+				     .vmas = &e->vmas,
+				     .budget = &e->budget,
+				     .ctx = e,
+				     .refresh_policy = refresh_policy,
+				     .policy_holds = policy_holds,
+				     .limits = limits,
+				     .cold_drain = cold_drain};
+}
+
 static int collapse_in_order(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now,
 			     double pass_start)
 {
+	struct dispatch_env env;
 	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
 				  .interrupted = o->interrupted};
 	size_t nsel;
@@ -448,19 +488,15 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 			goto out;
 		nsel = select_within_budget(e, o);
 	}
-	if (GROW(e->batch_addrs, e->capbatch_addrs, nsel + 1) < 0 ||
-	    GROW(e->batch_out, e->capbatch_out, nsel + 1) < 0 || GROW(e->retry, e->capretry, nsel + 1) < 0) {
-		r = -ENOMEM;
+	r = dispatch_reserve(&e->dispatch, nsel, &cr);
+	if (r < 0)
 		goto out;
-	}
-	cr.addrs = e->batch_addrs;
-	cr.out = e->batch_out;
-	cr.retry = e->retry;
-	collapse_selected(e, e->cands, nsel, &cr, ps, true, now);
+	env = dispatch_env(e);
+	collapse_selected(&e->dispatch, &env, e->cands, nsel, &cr, ps, true, now);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
 	if (cr.nretry && !cr.stop)
-		collapse_selected(e, cr.retry, cr.nretry, &cr, ps, false, now);
+		collapse_selected(&e->dispatch, &env, cr.retry, cr.nretry, &cr, ps, false, now);
 out:
 	for (size_t i = 0; i < e->nst; i++)
 		compact_memos(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,
@@ -527,7 +563,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	now = e->sampler.sample_time;
 	e->scanner.stats = (struct range_scan_stats){0};
 	/* The lazy-free probe changes memory: never in a dry run. */
-	range_scanner_set_probe(&e->scanner, o->dry_run ? NULL : e->madvise_fn);
+	range_scanner_set_probe(&e->scanner, o->dry_run ? NULL : e->dispatch.madvise_fn);
 	/* A pass that runs out of time stops scanning where it is and the next
 	 * one starts there, so no process waits behind the others for ever. */
 	size_t first = 0;

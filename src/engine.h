@@ -28,6 +28,7 @@
 #include "cold_watch.h"
 #include "collapse.h"
 #include "config.h"
+#include "dispatch.h"
 #include "engine_stats.h"
 #include "histogram.h"
 #include "mem_pressure.h"
@@ -61,24 +62,17 @@ struct engine {
 	struct vma_list vmas;
 	struct candidate *cands; /* the last pass's order */
 	size_t ncands, capcands;
-	/* Scratch for collapsing, reused across passes. */
-	uint64_t *batch_addrs;
-	uint8_t *batch_out;
-	struct candidate *retry;
-	size_t capbatch_addrs, capbatch_out, capretry;
-	bool log_collapses;  /* one log line per process collapsed (daemon) */
-	unsigned policy_gen; /* counts changes of thp (below) and of the config (engine_set_config) */
-	struct cgroup_bytes *cg_bytes;
-	size_t ncg_bytes;
-	uint64_t doorbell_wakeups; /* back to back: passes the doorbell's poll woke (service) */
-	double last_full_pass;     /* monotonic seconds */
-	size_t pending;            /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;          /* a pass ran out of time: the next scans from here (its scan_cursor) */
-	size_t partial_scans;      /* processes left with a scan_cursor after the last pass */
-	double pass_start;         /* this pass's start (e->now) */
-	uint64_t passes_idle;      /* passes skipped by the doorbell */
-	struct pass_stats total;   /* since start */
-	struct pass_stats last;    /* the last pass */
+	struct dispatcher dispatch; /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
+	unsigned policy_gen;        /* counts changes of thp (below) and of the config (engine_set_config) */
+	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
+	double last_full_pass;      /* monotonic seconds */
+	size_t pending;             /* candidate blocks remembered after the last pass */
+	pid_t resume_pid;           /* a pass ran out of time: the next scans from here (its scan_cursor) */
+	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
+	double pass_start;          /* this pass's start (e->now) */
+	uint64_t passes_idle;       /* passes skipped by the doorbell */
+	struct pass_stats total;    /* since start */
+	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
 	/* The THP policy (live and original), read from thp_dir at most once a
 	 * second while processes are scanned or their faults weighed
@@ -101,17 +95,7 @@ struct engine {
 	int (*prctl_exact)(void *ctx, pid_t pid, enum thp_prctl *m);
 	void *prctl_exact_ctx;
 	struct prctl_iter *prctl_iter;
-	uint64_t prctl_reads;          /* answers of prctl_exact, for tests and the log */
-	process_madvise_fn madvise_fn; /* injectable for tests */
-	/* pidfd_open(2) of a process to collapse: pidfd_open_pid() by default,
-	 * -1 with errno on failure; injectable, for a test whose processes
-	 * exist only in a fixture /proc (its madvise_fn gets the fd). */
-	int (*pidfd_open)(pid_t pid);
-	/* thp_collapse_alloc_failed, read around each call to tell an unmapped
-	 * block's ENOMEM from a real shortage (collapse.h); reads e->vmstat by
-	 * default; injectable. */
-	alloc_failed_fn alloc_failed;
-	void *alloc_failed_ctx;
+	uint64_t prctl_reads; /* answers of prctl_exact, for tests and the log */
 	struct vmstat_reader vmstat;
 	struct memcg_gate *memcg;     /* memcg_gate.h: room per cgroup, per pass */
 	struct mem_pressure pressure; /* host memory pressure: collapsing waits while it lasts */
@@ -123,9 +107,8 @@ struct engine {
 	 * the events (not opened: --once, cold_watch = no, no tracefs or
 	 * perf) the ranges stay empty and only the per-VMA rule judges. */
 	struct cold_watch cold;
-	struct histogram block_hist; /* seconds per block: each call's time over its blocks */
-	struct histogram pass_hist;  /* seconds per pass */
-	double (*now)(void);         /* monotonic seconds; injectable */
+	struct histogram pass_hist; /* seconds per pass */
+	double (*now)(void);        /* monotonic seconds; injectable */
 };
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced

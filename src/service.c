@@ -648,7 +648,7 @@ int service_run(const char *config_path)
 	else /* coverage_metrics.h: memory.stat where v2 has a memory controller */
 		coverage_metrics_memory_stat(s.cgroup2.fd, s.cgroup2.root);
 	r = engine_init(&s.engine, &s.cfg);
-	s.engine.log_collapses = true;
+	s.engine.dispatch.log_collapses = true;
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
 	s.engine.no_except_advised = !s.kf.except_advised;
 	if (r == 0)

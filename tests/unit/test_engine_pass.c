@@ -421,9 +421,9 @@ static int setup(void **state)
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
 	f->e.thp_dir = HC_FIXTURES "/thp/madvise";
 	f->e.prctl_infer = prctl_none;
-	f->e.madvise_fn = fake_madvise;
-	f->e.alloc_failed = fake_alloc_failed;
-	f->e.alloc_failed_ctx = &fk;
+	f->e.dispatch.madvise_fn = fake_madvise;
+	f->e.dispatch.alloc_failed = fake_alloc_failed;
+	f->e.dispatch.alloc_failed_ctx = &fk;
 	f->e.now = fake_clock;
 	fake_sign = MEM_PRESSURE_NONE;
 	pressure_checks = 0;
@@ -990,7 +990,7 @@ static void check_recheck_each_call(struct fixture *f, char advice)
 	f->cfg.defaults.pause_ms = 1;
 	fk.after_first_call = &f->ch;
 	fk.after_first_cmd = advice;
-	f->e.madvise_fn = fake_madvise_then;
+	f->e.dispatch.madvise_fn = fake_madvise_then;
 	first_pass(f);
 	assert_int_equal(fk.calls, 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
@@ -1281,7 +1281,7 @@ static void test_cold_range_between_calls(void **state)
 	cold_fixture = f;
 	f->cfg.defaults.blocks_per_call = 1;
 	f->cfg.defaults.pause_ms = 1;
-	f->e.madvise_fn = fake_madvise_then_cold;
+	f->e.dispatch.madvise_fn = fake_madvise_then_cold;
 	first_pass(f);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_STALE], 1);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS - 1);

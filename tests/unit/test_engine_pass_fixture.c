@@ -423,21 +423,23 @@ static int setup(void **state)
 	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
 	struct engine *e = &f->e;
 	e->proc_root = root;
-	e->enumerate = fixture_enumerate;
-	e->doorbell_drain = fake_drain;
-	e->doorbell_rang = fake_rang;
-	fault_doorbell_close(&e->doorbell); /* whatever engine_init opened: the fake rings */
+	e->sampler.enumerate = fixture_enumerate;
+	e->sampler.doorbell_drain = fake_drain;
+	e->sampler.doorbell_rang = fake_rang;
+	fault_doorbell_close(&e->sampler.doorbell); /* whatever engine_init opened: the fake rings */
 	e->now = fake_clock;
-	e->pidfd_open = fake_pidfd_open;
-	e->madvise_fn = fake_madvise;
-	e->alloc_failed = fake_alloc_failed;
-	e->alloc_failed_ctx = NULL;
+	e->dispatch.pidfd_open = fake_pidfd_open;
+	e->dispatch.madvise_fn = fake_madvise;
+	e->dispatch.alloc_failed = fake_alloc_failed;
+	e->dispatch.alloc_failed_ctx = NULL;
 	e->pressure_check = fake_pressure;
-	e->mapped.read_kb = fake_mapped;
+	e->sampler.mapped.read_kb = fake_mapped;
 	e->thp_dir = HC_FIXTURES "/thp/madvise"; /* enabled=madvise */
 	snprintf(roots.mount, sizeof(roots.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(roots.root, sizeof(roots.root), "/");
-	assert_int_equal(memcg_gate_set_roots(e, &roots), 0);
+	e->memcg = memcg_gate_new(); /* freed by engine_free */
+	assert_non_null(e->memcg);
+	assert_int_equal(memcg_gate_set_roots(e->memcg, &roots), 0);
 	/* The scanner's seam is its files: the fixture's kpageflags, PFNs
 	 * shown (as to root), and the read path (a file answers no
 	 * PAGEMAP_SCAN ioctl). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The pass: sample, rescan what changed, order every candidate, collapse
  * within the budget; and the engine's life cycle. Each step lives in its
- * own file (proc_table, rescan, budget, dispatch, block_memo). */
+ * own file (sampler, rescan, budget, memcg_gate, dispatch; engine.h). */
 #include "engine.h"
 
 #include <errno.h>

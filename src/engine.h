@@ -13,11 +13,30 @@
  * whose blocks were found in an earlier pass (MADV_COLD and MADV_FREE leave
  * no trace in the sample).
  *
- * The steps live in their own files: proc_table (sampling, the table of
- * processes), rescan (what changed, reading it again), block_memo (what is
- * remembered per block), budget (candidates and selection, pure) and
- * dispatch (collapsing). Seams for tests: now (the clock), enumerate (the
- * process list), madvise_fn, pidfd_open, doorbell_rang and proc_root. */
+ * The stages, in the order engine_pass() calls them; each owns its state
+ * (it alone writes it), takes explicit inputs and calls only down:
+ * - sampler (sampler.c, struct sampler: the fault doorbell, the listing's
+ *   PID sets, the rolling cursor, the mapped-memory watch, the sample):
+ *   merges the pass's sample into the process table (proc_table.c owns
+ *   struct proc_state and its merge, sweep and update);
+ * - scanner (rescan.c: what changed, reading it again; range_scan.c and
+ *   smaps_scan.c read; block_memo.c remembers per block). Its scratch
+ *   (smaps_buf, vmas, old_blocks) and resume cursor (resume_pid) are still
+ *   fields of struct engine, and rescan.c still takes the engine;
+ * - selector (budget.c, pure: candidates, struct budget), then the memory
+ *   cgroup gate (memcg_gate.c, its own opaque state, struct
+ *   memcg_gate_input);
+ * - the recheck before collapse: dispatch_needs_rescan() names the
+ *   selected processes to find again, engine.c asks the scanner;
+ * - dispatcher (dispatch.c, struct dispatcher: batch buffers, madvise_fn,
+ *   alloc_failed, bytes per cgroup; struct dispatch_env: what it uses of
+ *   the others, the checks before each call answered by engine.c);
+ * - statistics (this file: total, last, passes), read by report.c,
+ *   metrics.c, coverage.c and the service as a const struct engine_stats
+ *   (engine_stats.h), never as the engine.
+ * Seams for tests: now (the clock), sampler.enumerate, sampler.doorbell_rang
+ * and doorbell_drain, dispatch.madvise_fn, pidfd_open and alloc_failed, prctl_exact,
+ * prctl_infer, pressure_check and proc_root. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

@@ -194,7 +194,7 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 {
 	double now = in->now(), dt = e->sample_time > 0 ? now - e->sample_time : 0;
 	struct sample_request rq = {.faulted = &e->faulted, .self = in->self, .policy_gen = in->policy_gen};
-	size_t nst = *t->n;
+	size_t nst;
 	int r;
 
 	out->full = false;

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "privilege.h"
+#include "procfs.h"
 #include "thp_policy.h"
 #include "report.h"
 #include "service.h"

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "memcg_gate.h"
 #include "prctl_iter.h"
+#include "procfs.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)

@@ -11,7 +11,7 @@
 
 #include "khugepaged_state.h"
 #include "log.h"
-#include "procs.h"
+#include "procfs.h"
 
 static const char *sysfs_dir(void)
 {

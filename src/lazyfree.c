@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 enum lazyfree_verdict lazyfree_vma_verdict(uint64_t smaps_pages, uint64_t kpf_pages)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 /* The value of "NAME:   N kB" at the start of a line, or -1. */
 static int64_t field_kb(const char *buf, size_t len, const char *name)

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "procfs.h"
 
 #define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */
 #define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */

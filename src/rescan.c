@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "procfs.h"
 #include "sample_set.h"
 #include "vma_eligibility.h"
 

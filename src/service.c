@@ -25,6 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "privilege.h"
+#include "procfs.h"
 #include "producer.h"
 #include "thp_policy.h"
 #include "units.h"

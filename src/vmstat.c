@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 #define KEY "thp_collapse_alloc_failed "
 

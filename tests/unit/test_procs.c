@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "procfs.h"
 #include "procs.h"
 
 #define FIXTURES HC_FIXTURES "/proc"

@@ -55,7 +55,7 @@ static int open_proc_dir(const struct engine *e, const struct proc_state *s)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
+	snprintf(path, sizeof(path), "%s/%d", e->paths->proc, (int)s->pid);
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -221,7 +221,7 @@ static void collapse_process(struct engine *e, uint32_t p, struct collapse_run *
 		s->nblocks = 0;
 	if (ok) {                     /* coverage.h: the last scan's THP numbers are stale now */
 		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
-		thp_usage_refresh(e->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
+		thp_usage_refresh(e->paths->proc, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);
 		/* As after a scan: a process with tens of thousands of VMAs
 		 * must not leave its smaps buffers to every later pass. */

@@ -17,11 +17,9 @@
 #include "budget.h"
 #include "dispatch.h"
 #include "grow.h"
-#include "khugepaged.h"
 #include "log.h"
 #include "memcg_gate.h"
 #include "prctl_iter.h"
-#include "procfs.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)
@@ -43,7 +41,7 @@ static enum mem_pressure_sign check_pressure(struct engine *e, double now)
 					      .full_pct = e->cfg->pressure_full_pct,
 					      .free_margin_pages = (uint64_t)e->cfg->pressure_free_margin_mb << 8};
 
-	return mem_pressure_check(&e->pressure, e->proc_root, &l, now, monotonic_seconds);
+	return mem_pressure_check(&e->pressure, e->paths->proc, &l, now, monotonic_seconds);
 }
 
 /* Whether this pass collapses nothing for host memory pressure; logs the
@@ -75,8 +73,8 @@ static void open_vmstat(struct engine *e, const struct config *cfg)
 {
 	if (cfg->mode == RUN_OBSERVE || e->vmstat.fd >= 0)
 		return;
-	if (vmstat_reader_open(&e->vmstat) < 0)
-		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
+	if (vmstat_reader_open(&e->vmstat, e->paths->proc) < 0)
+		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", e->paths->proc);
 }
 
 int engine_enumerate_procs(void *ctx, struct proc_table *out)
@@ -84,12 +82,13 @@ int engine_enumerate_procs(void *ctx, struct proc_table *out)
 	return procs_sample(ctx, out);
 }
 
-int engine_init(struct engine *e, const struct config *cfg)
+int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths)
 {
 	int r;
 
 	memset(e, 0, sizeof(*e));
 	e->cfg = cfg;
+	e->paths = paths;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->madvise_fn = sys_process_madvise;
 	e->pidfd_open = pidfd_open_pid;
@@ -103,18 +102,17 @@ int engine_init(struct engine *e, const struct config *cfg)
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
 	e->doorbell_rang = fault_doorbell_rang;
-	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
 	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
 	e->doorbell_drain = fault_doorbell_drain;
-	e->proc_root = proc_root();
+	e->mapped.proc_root = paths->proc;
 	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
-	r = tmpfs_mounts_open(&e->tmpfs, e->proc_root);
+	r = tmpfs_mounts_open(&e->tmpfs, paths->proc);
 	if (r < 0)
 		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
-			 e->proc_root, strerror(-r));
+			 paths->proc, strerror(-r));
 	histogram_init(&e->block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
@@ -136,7 +134,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 	}
 	e->enumerate = engine_enumerate_procs;
 	e->enumerate_ctx = e->procs;
-	r = range_scanner_init(&e->scanner, pagemap_mode_from_env());
+	r = range_scanner_init(&e->scanner, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
@@ -192,7 +190,7 @@ int engine_prctl_open(struct engine *e)
 int engine_cold_open(struct engine *e, char *why, size_t whylen)
 {
 	cold_watch_close(&e->cold);
-	return cold_watch_open(&e->cold, e->proc_root, why, whylen);
+	return cold_watch_open(&e->cold, e->paths->proc, why, whylen);
 }
 
 static pid_t st_pid(const void *ctx, size_t i)

@@ -17,7 +17,7 @@
  * processes), rescan (what changed, reading it again), block_memo (what is
  * remembered per block), budget (candidates and selection, pure) and
  * dispatch (collapsing). Seams for tests: now (the clock), enumerate (the
- * process list), madvise_fn, pidfd_open, doorbell_rang and proc_root. */
+ * process list), madvise_fn, pidfd_open, doorbell_rang and paths (paths.h). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,6 +32,7 @@
 #include "histogram.h"
 #include "mapped_memory.h"
 #include "mem_pressure.h"
+#include "paths.h"
 #include "plan.h"
 #include "proc_table.h"
 #include "procs.h"
@@ -104,9 +105,9 @@ struct engine {
 	struct procs *procs;
 	proc_enumerate_fn enumerate; /* procs_sample() on procs by default; injectable */
 	void *enumerate_ctx;
-	const char *proc_root; /* "/proc" (proc_root()); injectable */
-	int proc_fd;           /* proc_root, opened at the first partial sample; 0: not yet */
-	pid_t self;            /* never collapsed: getpid() */
+	const struct hc_paths *paths; /* every fixed path (paths.h); injectable */
+	int proc_fd;                  /* paths->proc, opened at the first partial sample; 0: not yet */
+	pid_t self;                   /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct proc_table sample;
 	double sample_time;   /* monotonic seconds of the last sample */
@@ -160,13 +161,12 @@ struct engine {
 	struct pass_stats total;    /* since start */
 	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
-	/* The THP policy (live and original), read from thp_dir at most once a
+	/* The THP policy (live and original), read from paths->thp at most once a
 	 * second while processes are scanned or their faults weighed
 	 * (rescan.c); khp: what the daemon changed (NULL: nothing, as for
 	 * --once). */
 	struct thp_state thp;
 	double thp_read_at;
-	const char *thp_dir;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
 	struct tmpfs_mounts tmpfs;    /* which file VMAs are tmpfs (tmpfs_mounts.h) */
@@ -210,8 +210,8 @@ struct engine {
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced
  * with engine_set_config(), during which the old one must still be valid
- * (the budgets of rules that stay carry over, by path). */
-int engine_init(struct engine *e, const struct config *cfg);
+ * (the budgets of rules that stay carry over, by path). So must paths. */
+int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths);
 
 struct prctl_iter;
 /* Loads the BPF prctl iterator (prctl_iter.h) and sets e->prctl_exact to

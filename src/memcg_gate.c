@@ -18,8 +18,7 @@
 #define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */
 #define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */
 #define UNKNOWN     (-2)  /* not looked up yet in this pass */
-#define MOUNTINFO   "/proc/self/mountinfo"
-#define RETRY_S     10.0 /* while the mounts are unknown: how often to read mountinfo again */
+#define RETRY_S     10.0  /* while the mounts are unknown: how often to read mountinfo again */
 
 struct cg_room {
 	char *path;
@@ -36,7 +35,7 @@ struct memcg_gate {
 	 * through as "no memory controller" (issue 16, defect 6). */
 	int roots_err;
 	double roots_tried;    /* e->now of the last attempt */
-	const char *mountinfo; /* MOUNTINFO; tests set another */
+	const char *mountinfo; /* NULL: paths->mountinfo; tests set another */
 	unsigned ncpus;
 	uint64_t pass; /* e->passes the cache below belongs to */
 	struct cg_room *cg;
@@ -110,7 +109,7 @@ static int proc_memcg_path(const struct engine *e, struct memcg_gate *g, pid_t p
 		g->cgroup_buf = malloc(CGROUP_FILE);
 	if (!g->cgroup_buf)
 		return -ENOMEM;
-	snprintf(file, sizeof(file), "%s/%d/cgroup", e->proc_root, (int)pid);
+	snprintf(file, sizeof(file), "%s/%d/cgroup", e->paths->proc, (int)pid);
 	n = read_small_file_at(AT_FDCWD, file, g->cgroup_buf, CGROUP_FILE);
 	if (n < 0)
 		return (int)n;
@@ -203,7 +202,7 @@ int memcg_gate_error(const struct engine *e)
 /* The mounts, at the first pass and again every RETRY_S while unknown. */
 static void find_roots(struct engine *e, struct memcg_gate *g)
 {
-	const char *path = g->mountinfo ? g->mountinfo : MOUNTINFO;
+	const char *path = g->mountinfo ? g->mountinfo : e->paths->mountinfo;
 	double now = e->now ? e->now() : 0;
 	int r;
 

@@ -239,7 +239,7 @@ const struct proc_state *engine_find(const struct engine *e, pid_t pid)
  * not known to have no memory. */
 static int list_and_sweep(struct engine *e)
 {
-	int r = procs_list_pids(e->proc_root, &e->listing, &e->nlisting, &e->caplisting);
+	int r = procs_list_pids(e->paths->proc, &e->listing, &e->nlisting, &e->caplisting);
 
 	if (r < 0)
 		return r;
@@ -382,7 +382,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	if (r < 0)
 		return r;
 	if (e->proc_fd <= 0) { /* kept: a path walk of /proc per pass costs more than the reads */
-		e->proc_fd = open(e->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		e->proc_fd = open(e->paths->proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (e->proc_fd < 0) {
 			r = -errno;
 			e->proc_fd = 0;

@@ -108,9 +108,3 @@ ssize_t read_file_alloc(const char *path, size_t max, char **buf)
 	*buf = b;
 	return (ssize_t)len;
 }
-
-const char *proc_root(void)
-{
-	const char *r = getenv("HC_PROC_ROOT");
-	return r && *r ? r : "/proc";
-}

@@ -21,6 +21,3 @@ ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsiz
 ssize_t read_file_alloc(const char *path, size_t max, char **buf);
 /* The bound safety checks read mountinfo with: beyond it they fail closed. */
 #define MOUNTINFO_MAX_BYTES (256u << 20)
-
-/* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */
-const char *proc_root(void);

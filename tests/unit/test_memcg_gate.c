@@ -20,6 +20,7 @@
 #define NPROC 5
 
 static struct engine e;
+static struct hc_paths paths; /* the real ones, proc at the fixture */
 static struct proc_state st[NPROC];
 static struct candidate cands[64];
 static struct policy pol;
@@ -49,7 +50,9 @@ static int setup(void **state)
 	e.nst = NPROC;
 	e.cands = cands;
 	e.capcands = 64;
-	e.proc_root = HC_FIXTURES "/memcg_proc";
+	hc_paths_default(&paths);
+	paths.proc = HC_FIXTURES "/memcg_proc";
+	e.paths = &paths;
 	e.passes = 1;
 	e.sample_time = 50;
 	snprintf(r.mount, sizeof(r.mount), "%s", HC_FIXTURES "/cgroup2");

@@ -77,7 +77,11 @@ static int measure(int dirfd, pid_t pid, const struct vma_list *l, enum pagemap_
 {
 	static const struct collapse_limits lim = COLLAPSE_LIMITS_DEFAULT;
 	struct range_scanner s;
-	int r = range_scanner_init(&s, mode);
+	struct hc_paths paths;
+	int r;
+
+	hc_paths_default(&paths);
+	r = range_scanner_init(&s, mode, &paths);
 
 	if (r < 0)
 		return r;
@@ -164,10 +168,9 @@ static int variant(size_t mb, bool thp, int rounds)
 		for (int sc = ALL; sc <= RSS_ONLY; sc++) {
 			double ref = median(&scan[sc], rounds);
 			print_row(mem, "PAGEMAP_SCAN", (enum shortcuts)sc, &scan[sc], rounds, ref);
-			print_row(mem, "pread (HC_FORCE_PAGEMAP_READ=1)", (enum shortcuts)sc, &rd[sc], rounds, ref);
+			print_row(mem, "pread (--pagemap-read)", (enum shortcuts)sc, &rd[sc], rounds, ref);
 		}
-		print_row(mem, "pread (HC_FORCE_PAGEMAP_READ=1)", NONE, &rd[NONE], slow,
-			  median(&scan[RSS_ONLY], rounds));
+		print_row(mem, "pread (--pagemap-read)", NONE, &rd[NONE], slow, median(&scan[RSS_ONLY], rounds));
 	}
 	if (dirfd >= 0)
 		close(dirfd);

@@ -52,7 +52,7 @@ cppcheck_suppressions=(
 	# list_conf_files(): names is non-NULL inside the loop (its condition).
 	nullPointerRedundantCheck:*/src/config.c
 	# read_small_file_at(): &extra is where read() writes, not a read of it.
-	uninitvar:*/src/procs.c
+	uninitvar:*/src/procfs.c
 	# Arrays filled by the loop just before the qsort() that is flagged.
 	uninitvar:*/tests/prom_check.c
 	uninitvar:*/bench/collapse_throughput.c

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "memcg.h"
+#include "procfs.h"
 #include "procs.h"
 
 /* Copies the space-separated field at *p into out (NUL-terminated),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "procfs.h"
 
 int cgroup_hier_detect(const char *proc_root, enum cgroup_hier *h)
 {

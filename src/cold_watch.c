@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 #define FORMAT_MAX 8192
 

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "engine_stats.h"
 #include "grow.h"
+#include "procfs.h"
 #include "procs.h"
 #include "series_keep.h"
 #include "smaps_scan.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "metrics.h"
-#include "procs.h"
+#include "procfs.h"
 #include "scan_result.h"
 #include "series_keep.h"
 

@@ -18,6 +18,7 @@
 #include "khugepaged.h"
 #include "log.h"
 #include "metrics.h"
+#include "paths.h"
 #include "privilege.h"
 #include "thp_policy.h"
 #include "report.h"
@@ -50,6 +51,10 @@ static void usage(FILE *f)
 		   "                                                daemon that died left changed\n"
 		   "  hugecollapsed --version | --help\n"
 		   "\n"
+		   "For testing (any mode that reads the kernel):\n"
+		   "  --sysfs-thp DIR   the THP sysfs directory instead of /sys/kernel/mm/transparent_hugepage\n"
+		   "  --pagemap-read    read page tables with pagemap reads (as before Linux 6.7), not PAGEMAP_SCAN\n"
+		   "\n"
 		   "Collapses hot, not-yet-huge 2 MiB ranges of processes into transparent huge\n"
 		   "pages with process_madvise(MADV_COLLAPSE), hottest first. See hugecollapsed(8).\n");
 }
@@ -58,6 +63,7 @@ struct cli {
 	bool once, dry_run, json, verbose, check_config, status, restore;
 	const char *config;
 	unsigned sample_ms;
+	struct hc_paths paths; /* the real ones, or --sysfs-thp, --pagemap-read */
 	pid_t pids[MAX_PIDS];
 	size_t npids;
 };
@@ -85,7 +91,9 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 		OPT_CHECK,
 		OPT_STATUS,
 		OPT_RESTORE,
-		OPT_VERSION
+		OPT_VERSION,
+		OPT_SYSFS_THP,
+		OPT_PAGEMAP_READ,
 	};
 	static const struct option opts[] = {
 	    {"once", no_argument, NULL, OPT_ONCE},
@@ -99,6 +107,8 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	    {"restore", no_argument, NULL, OPT_RESTORE},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, OPT_VERSION},
+	    {"sysfs-thp", required_argument, NULL, OPT_SYSFS_THP},
+	    {"pagemap-read", no_argument, NULL, OPT_PAGEMAP_READ},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -106,6 +116,7 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	int o;
 
 	c->sample_ms = 500;
+	hc_paths_default(&c->paths);
 	while ((o = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_ONCE:
@@ -131,6 +142,16 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 			break;
 		case 'c':
 			c->config = optarg;
+			break;
+		case OPT_SYSFS_THP:
+			if (!*optarg) {
+				fprintf(stderr, "hugecollapsed: --sysfs-thp: an empty directory name\n");
+				return EXIT_USAGE;
+			}
+			c->paths.thp = optarg;
+			break;
+		case OPT_PAGEMAP_READ:
+			c->paths.pagemap_read = true;
 			break;
 		case OPT_PID:
 			if (parse_uint(optarg, INT_MAX, &v) < 0 || v == 0) {
@@ -189,7 +210,7 @@ static int load_config(const struct cli *c, struct config *cfg)
 		return -1;
 	}
 	/* A rule no process can match is an error, not a silent no-op. */
-	if (!c->status && cgroup_rules_verify(cfg, proc_root(), err, sizeof(err)) < 0) {
+	if (!c->status && cgroup_rules_verify(cfg, c->paths.proc, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		config_free(cfg);
 		return -1;
@@ -200,12 +221,12 @@ static int load_config(const struct cli *c, struct config *cfg)
 /* --once: the policy line with -v, and always the warning when the scope
  * allows nothing (a daemon in khugepaged = off mode may run beside us: its
  * record is not ours, so this reads the live policy). */
-static void log_thp_policy(const struct config *cfg, bool prctl_exact)
+static void log_thp_policy(const struct hc_paths *paths, const struct config *cfg, bool prctl_exact)
 {
 	struct thp_state st;
 	char line[512];
 
-	if (thp_state_read(khugepaged_sysfs_dir(), NULL, &st) < 0)
+	if (thp_state_read(paths->thp, NULL, &st) < 0)
 		return;
 	if (thp_policy_describe(&st, cfg->defaults.scope, prctl_exact, line, sizeof(line)))
 		log_debug("%s", line);
@@ -242,11 +263,11 @@ static int run_once(const struct cli *c)
 			return EXIT_ERROR;
 		}
 	/* A dry run needs no MADV_COLLAPSE: it shows what would be done. */
-	if (kernel_features_start(khugepaged_sysfs_dir(), KHUGEPAGED_KEEP, !log_is_verbose(), &kf) < 0 && !o.dry_run) {
+	if (kernel_features_start(c->paths.thp, KHUGEPAGED_KEEP, !log_is_verbose(), &kf) < 0 && !o.dry_run) {
 		config_free(&cfg);
 		return EXIT_ERROR;
 	}
-	r = engine_init(&e, &cfg);
+	r = engine_init(&e, &cfg, &c->paths);
 	if (r < 0) {
 		log_err("cannot start: %s", strerror(-r));
 		config_free(&cfg);
@@ -258,7 +279,7 @@ static int run_once(const struct cli *c)
 	r = engine_prctl_open(&e);
 	if (r < 0)
 		log_debug("no BPF prctl iterator (%s): prctl modes are inferred", strerror(-r));
-	log_thp_policy(&cfg, r == 0);
+	log_thp_policy(&c->paths, &cfg, r == 0);
 	/* Two samples sample_ms apart give each process's activity. */
 	r = engine_sample(&e);
 	if (r == 0) {
@@ -291,7 +312,7 @@ static int run_restore(const struct cli *c)
 		config_defaults(&cfg);
 		log_warn("restoring from the default state file %s", cfg.state_file);
 	}
-	r = cfg.state_file[0] ? khugepaged_restore_from_file(cfg.state_file) : 0;
+	r = cfg.state_file[0] ? khugepaged_restore_from_file(cfg.state_file, c->paths.thp) : 0;
 	config_free(&cfg);
 	return r < 0 ? EXIT_ERROR : EXIT_OK;
 }
@@ -326,5 +347,5 @@ int main(int argc, char **argv)
 		return run_restore(&c);
 	if (c.once)
 		return run_once(&c);
-	return service_run(c.config ? c.config : HC_DEFAULT_CONFIG);
+	return service_run(c.config ? c.config : HC_DEFAULT_CONFIG, &c.paths);
 }

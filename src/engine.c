@@ -18,7 +18,6 @@
 #include "cgroup2.h"
 #include "dispatch.h"
 #include "grow.h"
-#include "khugepaged.h"
 #include "log.h"
 #include "memcg_gate.h"
 #include "prctl_iter.h"
@@ -43,7 +42,7 @@ static enum mem_pressure_sign check_pressure(struct engine *e, double now)
 					      .full_pct = e->cfg->pressure_full_pct,
 					      .free_margin_pages = (uint64_t)e->cfg->pressure_free_margin_mb << 8};
 
-	return mem_pressure_check(&e->pressure, e->proc_root, &l, now, monotonic_seconds);
+	return mem_pressure_check(&e->pressure, e->paths->proc, &l, now, monotonic_seconds);
 }
 
 /* Whether this pass collapses nothing for host memory pressure; logs the
@@ -75,8 +74,8 @@ static void open_vmstat(struct engine *e, const struct config *cfg)
 {
 	if (cfg->mode == RUN_OBSERVE || e->vmstat.fd >= 0)
 		return;
-	if (vmstat_reader_open(&e->vmstat) < 0)
-		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", proc_root());
+	if (vmstat_reader_open(&e->vmstat, e->paths->proc) < 0)
+		log_info("cannot read %s/vmstat: every ENOMEM from a collapse backs off", e->paths->proc);
 }
 
 int engine_sample(struct engine *e)
@@ -94,7 +93,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 					.full_rescan_s = e->cfg->full_rescan_s,
 					.policy_gen = e->policy_gen,
 					.self = e->self,
-					.proc_root = e->proc_root,
+					.proc_root = e->paths->proc,
 					.every_process = o->npids || o->unlimited};
 	struct sample_out out = {0};
 	int r = sampler_pass(&e->sampler, &in, &t, &out);
@@ -109,12 +108,13 @@ const struct proc_state *engine_find(const struct engine *e, pid_t pid)
 	return proc_state_find(e->st, e->nst, pid);
 }
 
-int engine_init(struct engine *e, const struct config *cfg)
+int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths)
 {
 	int r;
 
 	memset(e, 0, sizeof(*e));
 	e->cfg = cfg;
+	e->paths = paths;
 	e->hz = sysconf(_SC_CLK_TCK);
 	e->dispatch.madvise_fn = sys_process_madvise;
 	e->dispatch.pidfd_open = pidfd_open_pid;
@@ -127,17 +127,16 @@ int engine_init(struct engine *e, const struct config *cfg)
 	mem_pressure_init(&e->pressure);
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
-	e->thp_dir = khugepaged_sysfs_dir();
 	e->prctl_infer = thp_prctl_infer;
 	e->thp_read_at = -1e9;
 	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
-	e->proc_root = proc_root();
+	e->sampler.mapped.proc_root = paths->proc;
 	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
-	r = tmpfs_mounts_open(&e->tmpfs, e->proc_root);
+	r = tmpfs_mounts_open(&e->tmpfs, paths->proc);
 	if (r < 0)
 		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
-			 e->proc_root, strerror(-r));
+			 paths->proc, strerror(-r));
 	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
@@ -158,7 +157,7 @@ int engine_init(struct engine *e, const struct config *cfg)
 		return r;
 	}
 	sampler_init(&e->sampler, e->procs);
-	r = range_scanner_init(&e->scanner, pagemap_mode_from_env());
+	r = range_scanner_init(&e->scanner, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
@@ -207,7 +206,7 @@ int engine_prctl_open(struct engine *e)
 int engine_cold_open(struct engine *e, char *why, size_t whylen)
 {
 	cold_watch_close(&e->cold);
-	return cold_watch_open(&e->cold, e->proc_root, why, whylen);
+	return cold_watch_open(&e->cold, e->paths->proc, why, whylen);
 }
 
 static pid_t st_pid(const void *ctx, size_t i)
@@ -370,7 +369,8 @@ static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
 {
 	const struct memcg_gate_input in = {.st = e->st,
 					    .nst = e->nst,
-					    .proc_root = e->proc_root,
+					    .proc_root = e->paths->proc,
+					    .mountinfo = e->paths->mountinfo,
 					    .pass = e->passes,
 					    .sample_time = e->sampler.sample_time,
 					    .now = e->now()};
@@ -452,7 +452,7 @@ static struct dispatch_env dispatch_env(struct engine *e)
 	return (struct dispatch_env){.st = e->st,
 				     .nst = e->nst,
 				     .cfg = e->cfg,
-				     .proc_root = e->proc_root,
+				     .proc_root = e->paths->proc,
 				     .now = e->now,
 				     .scanner = &e->scanner,
 				     .smaps_buf = &e->smaps_buf,

@@ -36,7 +36,7 @@
  *   (engine_stats.h), never as the engine.
  * Seams for tests: now (the clock), sampler.enumerate, sampler.doorbell_rang
  * and doorbell_drain, dispatch.madvise_fn, pidfd_open and alloc_failed, prctl_exact,
- * prctl_infer, pressure_check and proc_root. */
+ * prctl_infer, pressure_check and paths (paths.h). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +51,7 @@
 #include "engine_stats.h"
 #include "histogram.h"
 #include "mem_pressure.h"
+#include "paths.h"
 #include "plan.h"
 #include "proc_table.h"
 #include "procs.h"
@@ -66,8 +67,8 @@ struct memcg_gate;
 struct engine {
 	const struct config *cfg;
 	struct procs *procs;
-	const char *proc_root; /* "/proc" (proc_root()); injectable */
-	pid_t self;            /* never collapsed: getpid() */
+	const struct hc_paths *paths; /* every fixed path (paths.h); injectable */
+	pid_t self;                   /* never collapsed: getpid() */
 	struct range_scanner scanner;
 	struct sampler sampler; /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
 	struct budget budget;   /* token buckets: global and per policy */
@@ -93,13 +94,12 @@ struct engine {
 	struct pass_stats total;    /* since start */
 	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
-	/* The THP policy (live and original), read from thp_dir at most once a
+	/* The THP policy (live and original), read from paths->thp at most once a
 	 * second while processes are scanned or their faults weighed
 	 * (rescan.c); khp: what the daemon changed (NULL: nothing, as for
 	 * --once). */
 	struct thp_state thp;
 	double thp_read_at;
-	const char *thp_dir;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
 	struct tmpfs_mounts tmpfs;    /* which file VMAs are tmpfs (tmpfs_mounts.h) */
@@ -132,8 +132,8 @@ struct engine {
 
 /* Returns 0 or -errno. The config must outlive the engine, or be replaced
  * with engine_set_config(), during which the old one must still be valid
- * (the budgets of rules that stay carry over, by path). */
-int engine_init(struct engine *e, const struct config *cfg);
+ * (the budgets of rules that stay carry over, by path). So must paths. */
+int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths);
 
 struct prctl_iter;
 /* Loads the BPF prctl iterator (prctl_iter.h) and sets e->prctl_exact to

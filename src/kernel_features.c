@@ -18,7 +18,7 @@
 
 #include "khugepaged.h"
 #include "log.h"
-#include "procs.h"
+#include "procfs.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25

@@ -11,14 +11,7 @@
 
 #include "khugepaged_state.h"
 #include "log.h"
-#include "procs.h"
-
-static const char *sysfs_dir(void)
-{
-	const char *d = getenv("HC_SYSFS_THP");
-
-	return d && *d ? d : "/sys/kernel/mm/transparent_hugepage";
-}
+#include "procfs.h"
 
 int sysfs_selected(const char *text, char *out, size_t outlen)
 {
@@ -32,12 +25,12 @@ int sysfs_selected(const char *text, char *out, size_t outlen)
 }
 
 /* Reads a knob: the selected word of a choice file, or the trimmed text. */
-static int knob_read(const char *file, char *out, size_t outlen)
+static int knob_read(const char *dir, const char *file, char *out, size_t outlen)
 {
 	char path[512], buf[256];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%s", sysfs_dir(), file);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
@@ -52,15 +45,15 @@ static int knob_read(const char *file, char *out, size_t outlen)
 	return 0;
 }
 
-static int knob_write(const char *file, const char *value)
+static int knob_write(const char *dir, const char *file, const char *value)
 {
 	char path[512];
 	ssize_t n;
 	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/%s", sysfs_dir(), file);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	/* O_TRUNC as `echo V > knob` does: no-op on sysfs, but a regular file
-	 * (HC_SYSFS_THP test trees) must not keep the tail of a longer value. */
+	 * (--sysfs-thp test trees) must not keep the tail of a longer value. */
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -70,11 +63,11 @@ static int knob_write(const char *file, const char *value)
 	return err;
 }
 
-static bool knob_exists(const char *file)
+static bool knob_exists(const char *dir, const char *file)
 {
 	char path[512];
 
-	snprintf(path, sizeof(path), "%s/%s", sysfs_dir(), file);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	return access(path, F_OK) == 0;
 }
 
@@ -119,9 +112,10 @@ const char *khugepaged_original(const struct khugepaged_saved *s, const char *fi
 	return NULL;
 }
 
-int khugepaged_init(struct khugepaged_saved *s, const char *state_file)
+int khugepaged_init(struct khugepaged_saved *s, const char *state_file, const char *sysfs_dir)
 {
 	memset(s, 0, sizeof(*s));
+	s->sysfs_dir = sysfs_dir;
 	if (state_file && strlen(state_file) >= sizeof(s->state_file))
 		return -ENAMETOOLONG;
 	snprintf(s->state_file, sizeof(s->state_file), "%s", state_file ? state_file : "");
@@ -163,7 +157,7 @@ static void disown_record(struct khugepaged_saved *s)
 
 static int write_knob(const struct khugepaged_saved *s, const char *file, const char *value)
 {
-	return s->write_knob ? s->write_knob(file, value, s->write_arg) : knob_write(file, value);
+	return s->write_knob ? s->write_knob(file, value, s->write_arg) : knob_write(s->sysfs_dir, file, value);
 }
 
 /* Only a file that exists is removed: a daemon in keep mode writes nothing. */
@@ -211,7 +205,7 @@ static int put_back(const struct khugepaged_saved *s, size_t i)
 	int r;
 
 	/* An unreadable knob is written anyway: the write says what is wrong. */
-	if (knob_read(file, live, sizeof(live)) == 0) {
+	if (knob_read(s->sysfs_dir, file, live, sizeof(live)) == 0) {
 		if (!strcmp(live, orig))
 			return 0;
 		if (!ours || strcmp(live, ours)) {
@@ -261,12 +255,12 @@ static bool adopt(struct khugepaged_saved *s)
 /* Does shmem allow PMD-size pages, so that khugepaged keeps running under
  * enabled=never? shmem_enabled always/within_size/advise/force, or the
  * per-size file always/within_size/advise. */
-static bool shmem_keeps_khugepaged(void)
+static bool shmem_keeps_khugepaged(const char *dir)
 {
 	char top[32] = "", pmd[32] = "";
 
-	knob_read("shmem_enabled", top, sizeof(top));
-	knob_read("hugepages-2048kB/shmem_enabled", pmd, sizeof(pmd));
+	knob_read(dir, "shmem_enabled", top, sizeof(top));
+	knob_read(dir, "hugepages-2048kB/shmem_enabled", pmd, sizeof(pmd));
 	if (!strcmp(top, "deny"))
 		return false;
 	if (!strcmp(pmd, "always") || !strcmp(pmd, "within_size") || !strcmp(pmd, "advise"))
@@ -274,7 +268,7 @@ static bool shmem_keeps_khugepaged(void)
 	return (!pmd[0] || !strcmp(pmd, "inherit")) && top[0] && strcmp(top, "never");
 }
 
-static bool mode_sets(enum khugepaged_mode mode, const char *file)
+static bool mode_sets(const char *dir, enum khugepaged_mode mode, const char *file)
 {
 	const struct knob *k = knob_of(file);
 
@@ -282,7 +276,7 @@ static bool mode_sets(enum khugepaged_mode mode, const char *file)
 		return false;
 	/* off takes idle's knobs only where enabled=never leaves the thread
 	 * running (see knobs[]). */
-	return mode != KHUGEPAGED_OFF || k->modes == M(KHUGEPAGED_OFF) || shmem_keeps_khugepaged();
+	return mode != KHUGEPAGED_OFF || k->modes == M(KHUGEPAGED_OFF) || shmem_keeps_khugepaged(dir);
 }
 
 /* Walks the record against the live values (see khugepaged.h), newest
@@ -297,14 +291,14 @@ static int reconcile(struct khugepaged_saved *s, enum khugepaged_mode mode, bool
 		char live[32];
 		int r;
 
-		if (ours && knob_read(file, live, sizeof(live)) == 0 && strcmp(live, ours)) {
+		if (ours && knob_read(s->sysfs_dir, file, live, sizeof(live)) == 0 && strcmp(live, ours)) {
 			if (strcmp(live, s->saved[i].value))
 				log_warn("khugepaged: %s is %s, set by someone else after hugecollapsed set it: "
 					 "their value stays (instead of the original %s)",
 					 file, live, s->saved[i].value);
 			drop(s, i);
 			*changed = true;
-		} else if (!mode_sets(mode, file)) {
+		} else if (!mode_sets(s->sysfs_dir, mode, file)) {
 			r = put_back(s, i);
 			if (r < 0) {
 				first = first ? first : r;
@@ -326,12 +320,12 @@ static int plan(struct khugepaged_saved *s, enum khugepaged_mode mode, char *err
 		char old[32];
 		int r;
 
-		if (!mode_sets(mode, k->file) || khugepaged_original(s, k->file) ||
-		    (k->optional && !knob_exists(k->file)))
+		if (!mode_sets(s->sysfs_dir, mode, k->file) || khugepaged_original(s, k->file) ||
+		    (k->optional && !knob_exists(s->sysfs_dir, k->file)))
 			continue;
-		r = knob_read(k->file, old, sizeof(old));
+		r = knob_read(s->sysfs_dir, k->file, old, sizeof(old));
 		if (r < 0) {
-			snprintf(err, errlen, "cannot set %s/%s to %s: %s", sysfs_dir(), k->file, k->ours,
+			snprintf(err, errlen, "cannot set %s/%s to %s: %s", s->sysfs_dir, k->file, k->ours,
 				 strerror(-r));
 			return r;
 		}
@@ -357,7 +351,7 @@ static int write_planned(struct khugepaged_saved *s, size_t from, char *err, siz
 		int r = write_knob(s, s->saved[i].file, ours);
 
 		if (r < 0) {
-			snprintf(err, errlen, "cannot set %s/%s to %s: %s%s", sysfs_dir(), s->saved[i].file, ours,
+			snprintf(err, errlen, "cannot set %s/%s to %s: %s%s", s->sysfs_dir, s->saved[i].file, ours,
 				 strerror(-r),
 				 r == -EROFS || r == -EACCES || r == -EPERM ? " (read-only /sys? needs CAP_SYS_ADMIN)"
 									    : "");
@@ -432,14 +426,14 @@ int khugepaged_restore(struct khugepaged_saved *s)
 	return r;
 }
 
-int khugepaged_restore_from_file(const char *state_file)
+int khugepaged_restore_from_file(const char *state_file, const char *sysfs_dir)
 {
 	static struct khugepaged_saved s; /* PATH_MAX inside: not on the stack */
 	bool changed = false;
 	char msg[256];
 	int r;
 
-	r = khugepaged_init(&s, state_file);
+	r = khugepaged_init(&s, state_file, sysfs_dir);
 	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", strerror(-r));
 	else if (access(s.state_file, F_OK) < 0)
@@ -472,30 +466,25 @@ int khugepaged_restore_from_file(const char *state_file)
 	return r;
 }
 
-void khugepaged_log_state(enum khugepaged_mode mode)
+void khugepaged_log_state(const char *dir, enum khugepaged_mode mode)
 {
 	char enabled[32] = "?", pmd[32] = "-", sleep_ms[32] = "?", pages[32] = "?", scans[32] = "?",
 	     collapsed[32] = "?";
 	bool running;
 
-	knob_read("enabled", enabled, sizeof(enabled));
-	knob_read("hugepages-2048kB/enabled", pmd, sizeof(pmd));
-	knob_read("khugepaged/scan_sleep_millisecs", sleep_ms, sizeof(sleep_ms));
-	knob_read("khugepaged/pages_to_scan", pages, sizeof(pages));
-	knob_read("khugepaged/full_scans", scans, sizeof(scans));
-	knob_read("khugepaged/pages_collapsed", collapsed, sizeof(collapsed));
+	knob_read(dir, "enabled", enabled, sizeof(enabled));
+	knob_read(dir, "hugepages-2048kB/enabled", pmd, sizeof(pmd));
+	knob_read(dir, "khugepaged/scan_sleep_millisecs", sleep_ms, sizeof(sleep_ms));
+	knob_read(dir, "khugepaged/pages_to_scan", pages, sizeof(pages));
+	knob_read(dir, "khugepaged/full_scans", scans, sizeof(scans));
+	knob_read(dir, "khugepaged/pages_collapsed", collapsed, sizeof(collapsed));
 	log_info("khugepaged mode %s: enabled=%s hugepages-2048kB=%s scan_sleep_millisecs=%s pages_to_scan=%s "
 		 "full_scans=%s pages_collapsed=%s",
 		 khugepaged_mode_name(mode), enabled, pmd, sleep_ms, pages, scans, collapsed);
 	running = strcmp(enabled, "never") != 0 ||
-		  (strcmp(pmd, "never") && strcmp(pmd, "inherit") && strcmp(pmd, "-")) || shmem_keeps_khugepaged();
+		  (strcmp(pmd, "never") && strcmp(pmd, "inherit") && strcmp(pmd, "-")) || shmem_keeps_khugepaged(dir);
 	if (mode == KHUGEPAGED_KEEP && running && strcmp(pages, "1") != 0)
 		log_warn("khugepaged is still scanning (pages_to_scan=%s every %s ms) and collapses too; "
 			 "set khugepaged = idle or off to leave collapsing to hugecollapsed",
 			 pages, sleep_ms);
-}
-
-const char *khugepaged_sysfs_dir(void)
-{
-	return sysfs_dir();
 }

@@ -30,8 +30,8 @@
  * back each original where the knob still holds the daemon's value, and
  * removes the state file once everything is back.
  *
- * The sysfs directory is HC_SYSFS_THP when set (tests), else
- * /sys/kernel/mm/transparent_hugepage. */
+ * The sysfs directory is the one given to khugepaged_init() (struct
+ * hc_paths: /sys/kernel/mm/transparent_hugepage, or --sysfs-thp for tests). */
 #pragma once
 #include <limits.h>
 #include <stdbool.h>
@@ -51,17 +51,18 @@ struct khugepaged_saved {
 	/* Where the record is kept across crashes; "" keeps it in memory only.
 	 * Set with khugepaged_init(). */
 	char state_file[PATH_MAX];
-	bool on_disk; /* state_file exists: written or adopted, not removed yet */
-	int lock_fd;  /* holds state_file's lock while the record is ours; -1 */
+	bool on_disk;          /* state_file exists: written or adopted, not removed yet */
+	int lock_fd;           /* holds state_file's lock while the record is ours; -1 */
+	const char *sysfs_dir; /* the THP sysfs directory the knobs are in */
 	/* Test seam: writes value to the knob file (relative to the sysfs
 	 * directory); returns 0 or -errno. NULL = the real write. */
 	int (*write_knob)(const char *file, const char *value, void *arg);
 	void *write_arg;
 };
 
-/* Zeroes s and sets the state file (NULL or "" = memory only). Returns 0 or
- * -ENAMETOOLONG. */
-int khugepaged_init(struct khugepaged_saved *s, const char *state_file);
+/* Zeroes s and sets the state file (NULL or "" = memory only) and the THP
+ * sysfs directory (which must outlive s). Returns 0 or -ENAMETOOLONG. */
+int khugepaged_init(struct khugepaged_saved *s, const char *state_file, const char *sysfs_dir);
 
 /* Applies mode. s is the current record: empty after khugepaged_init(), in
  * which case the state file's record (if any, and trusted) is adopted; after
@@ -80,7 +81,7 @@ int khugepaged_restore(struct khugepaged_saved *s);
 /* `hugecollapsed --restore`: restores from the state file and removes it.
  * Returns 0 (also when there is no record), or -errno, logged. Never while
  * a daemon runs: it would give the knobs back under it. */
-int khugepaged_restore_from_file(const char *state_file);
+int khugepaged_restore_from_file(const char *state_file, const char *sysfs_dir);
 
 /* The value a knob had before the daemon first changed it (from the record,
  * which survives restarts), or NULL when the daemon has not changed it.
@@ -94,11 +95,7 @@ const char *khugepaged_knob_target(const char *file);
 
 /* Logs khugepaged's state (enabled, scan knobs, full_scans, pages_collapsed)
  * and warns when it is still actively collapsing alongside us. */
-void khugepaged_log_state(enum khugepaged_mode mode);
-
-/* The THP sysfs directory: HC_SYSFS_THP when set, else
- * /sys/kernel/mm/transparent_hugepage. */
-const char *khugepaged_sysfs_dir(void);
+void khugepaged_log_state(const char *sysfs_dir, enum khugepaged_mode mode);
 
 /* Extracts the [selected] word of a sysfs choice file ("always [madvise]
  * never" → "madvise"). Returns 0 or -EINVAL. Pure. */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 enum lazyfree_verdict lazyfree_vma_verdict(uint64_t smaps_pages, uint64_t kpf_pages)
 {
@@ -39,12 +39,12 @@ int parse_swaps_buf(const char *buf, size_t len)
 	return n;
 }
 
-bool swap_configured(void)
+bool swap_configured(const char *proc_root)
 {
 	char path[4096], buf[4096];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/swaps", proc_root());
+	snprintf(path, sizeof(path), "%s/swaps", proc_root);
 	/* Unreadable, or too long to be only the header: assume swap. */
 	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 	return n <= 0 || parse_swaps_buf(buf, (size_t)n) != 0;

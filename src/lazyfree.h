@@ -50,7 +50,7 @@ enum lazyfree_verdict lazyfree_vma_verdict(uint64_t smaps_pages, uint64_t kpf_pa
  * after the header), or -EINVAL if the header is missing. */
 int parse_swaps_buf(const char *buf, size_t len);
 
-/* Whether any swap area is active, from proc_root()/swaps, read at each call
+/* Whether any swap area is active, from proc_root/swaps, read at each call
  * (about 10 us; asked only right before a probe, so swapon in between is
  * seen). An unreadable or malformed file counts as swap configured. */
-bool swap_configured(void);
+bool swap_configured(const char *proc_root);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 /* The value of "NAME:   N kB" at the start of a line, or -1. */
 static int64_t field_kb(const char *buf, size_t len, const char *name)
@@ -48,19 +48,19 @@ int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb)
 	return 0;
 }
 
-int read_mapped_memory_kb(uint64_t *mapped_kb)
+int read_mapped_memory_kb(const char *proc_root, uint64_t *mapped_kb)
 {
 	char path[4096], buf[8192];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/meminfo", proc_root());
+	snprintf(path, sizeof(path), "%s/meminfo", proc_root);
 	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 	return n < 0 ? (int)n : parse_meminfo_buf(buf, (size_t)n, mapped_kb);
 }
 
 static int watch_read(const struct mapped_watch *w, uint64_t *kb)
 {
-	return (w->read_kb ? w->read_kb : read_mapped_memory_kb)(kb);
+	return w->read_kb ? w->read_kb(kb) : read_mapped_memory_kb(w->proc_root, kb);
 }
 
 void mapped_watch_note(struct mapped_watch *w, double now)

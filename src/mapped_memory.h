@@ -18,8 +18,8 @@
  * -EINVAL if either line is missing or malformed. */
 int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb);
 
-/* Reads proc_root()/meminfo. Returns 0 or -errno. */
-int read_mapped_memory_kb(uint64_t *mapped_kb);
+/* Reads proc_root/meminfo. Returns 0 or -errno. */
+int read_mapped_memory_kb(const char *proc_root, uint64_t *mapped_kb);
 
 /* A watch on that total, for passes that would otherwise idle or sample
  * only the processes that faulted: note() takes it, moved() says whether
@@ -43,6 +43,7 @@ struct mapped_watch {
 	bool grew;                    /* a check saw growth beyond the slack, explained or not;
 				       * the caller clears it */
 	int (*read_kb)(uint64_t *kb); /* injectable; NULL: read_mapped_memory_kb */
+	const char *proc_root;        /* … of proc_root (paths->proc) */
 };
 
 void mapped_watch_note(struct mapped_watch *w, double now);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 static ssize_t pread_all(int fd, char *buf, size_t size);
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 #define MEMCG_CHARGE_BATCH_BYTES (64u * 4096u) /* mm/memcontrol.c: MEMCG_CHARGE_BATCH pages */
 #define SMALL_FILE               4096

@@ -14,12 +14,12 @@
 #include "engine_stats.h"
 #include "grow.h"
 #include "log.h"
+#include "procfs.h"
 
 #define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */
 #define NO_LIMIT    (-1)  /* no memory cgroup applies: never held back */
 #define UNKNOWN     (-2)  /* not looked up yet in this pass */
-#define MOUNTINFO   "/proc/self/mountinfo"
-#define RETRY_S     10.0 /* while the mounts are unknown: how often to read mountinfo again */
+#define RETRY_S     10.0  /* while the mounts are unknown: how often to read mountinfo again */
 
 struct cg_room {
 	char *path;
@@ -36,7 +36,7 @@ struct memcg_gate {
 	 * through as "no memory controller" (issue 16, defect 6). */
 	int roots_err;
 	double roots_tried;    /* in->now of the last attempt */
-	const char *mountinfo; /* MOUNTINFO; tests set another */
+	const char *mountinfo; /* NULL: the input's (paths->mountinfo); tests set another */
 	unsigned ncpus;
 	uint64_t pass; /* in->pass the cache below belongs to */
 	struct cg_room *cg;
@@ -192,9 +192,9 @@ int memcg_gate_error(const struct memcg_gate *g)
 }
 
 /* The mounts, at the first pass and again every RETRY_S while unknown. */
-static void find_roots(double now, struct memcg_gate *g)
+static void find_roots(double now, const char *mountinfo, struct memcg_gate *g)
 {
-	const char *path = g->mountinfo ? g->mountinfo : MOUNTINFO;
+	const char *path = g->mountinfo ? g->mountinfo : mountinfo;
 	int r;
 
 	if (g->have_roots && (!g->roots_err || now - g->roots_tried < RETRY_S))
@@ -216,7 +216,7 @@ static void find_roots(double now, struct memcg_gate *g)
 
 static int gate_prepare(const struct memcg_gate_input *in, struct memcg_gate *g)
 {
-	find_roots(in->now, g);
+	find_roots(in->now, in->mountinfo, g);
 	if (g->pass != in->pass) {
 		cache_clear(g);
 		g->pass = in->pass;

@@ -34,6 +34,7 @@ struct memcg_gate_input {
 	const struct proc_state *st; /* the table: a candidate's proc indexes it */
 	size_t nst;
 	const char *proc_root; /* where /proc/PID/cgroup is read */
+	const char *mountinfo; /* where the memory cgroup mounts are found (paths->mountinfo) */
 	uint64_t pass;         /* the pass: rooms are read once per pass */
 	double sample_time;    /* the pass's sample: who was scanned in it */
 	double now;            /* monotonic seconds: the retry of mountinfo */

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "grow.h"
-#include "procs.h"
 
 static int rec_cmp(const void *a, const void *b)
 {

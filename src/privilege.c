@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 static int hex_digit(char c)
 {

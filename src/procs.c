@@ -16,6 +16,7 @@
 #include <libproc2/pids.h>
 
 #include "grow.h"
+#include "procfs.h"
 
 /* ---- sampling ---------------------------------------------------------- */
 
@@ -219,22 +220,6 @@ const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)
 }
 
 /* ---- parsers ----------------------------------------------------------- */
-
-int parse_dec_u64(const char *s, size_t len, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	if (len == 0)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned char)s[i] - '0';
-		if (d > 9 || x > (UINT64_MAX - d) / 10)
-			return -EINVAL;
-		x = x * 10 + d;
-	}
-	*v = x;
-	return 0;
-}
 
 /* Field numbers as in proc(5) /proc/pid/stat, counting from 1. */
 enum {
@@ -492,91 +477,6 @@ int parse_status_thp_enabled(const char *buf, size_t len)
 
 /* ---- readers ----------------------------------------------------------- */
 
-/* Truncation is an error (-EFBIG): a cut /proc file would parse wrongly. */
-ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
-{
-	if (bufsize == 0)
-		return -EINVAL;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-
-	size_t len = 0;
-	for (;;) {
-		char extra;
-		/* Once full, read one byte more to tell "exactly fits" from "cut". */
-		char *dst = len < bufsize - 1 ? buf + len : &extra;
-		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
-		ssize_t r = read(fd, dst, room);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int err = errno;
-			close(fd);
-			return -err;
-		}
-		if (r == 0)
-			break;
-		if (dst == &extra) {
-			close(fd);
-			return -EFBIG;
-		}
-		len += (size_t)r;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return (ssize_t)len;
-}
-
-ssize_t read_file_alloc(const char *path, size_t max, char **buf)
-{
-	size_t cap = 65536, len = 0;
-	char *b = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-
-	*buf = NULL;
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (len + 1 >= cap || !b) {
-			char *nb;
-
-			if (b && cap > max) {
-				err = -EFBIG;
-				break;
-			}
-			if (b)
-				cap *= 2;
-			nb = realloc(b, cap);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			b = nb;
-		}
-		ssize_t r = read(fd, b + len, cap - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (!err && len > max)
-		err = -EFBIG;
-	if (err) {
-		free(b);
-		return err;
-	}
-	b[len] = '\0';
-	*buf = b;
-	return (ssize_t)len;
-}
-
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out)
 {
 	char buf[2048]; /* 52 numbers and a 64-byte comm fit easily */
@@ -643,10 +543,4 @@ uint64_t read_exec_random(int proc_pid_dirfd)
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		h = (h ^ rnd[i]) * 1099511628211ULL;
 	return h;
-}
-
-const char *proc_root(void)
-{
-	const char *r = getenv("HC_PROC_ROOT");
-	return r && *r ? r : "/proc";
 }

@@ -56,11 +56,6 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
 
 /* Pure parsers, over the text of one /proc file. */
-/* An unsigned decimal of exactly len bytes (digits only: no sign, no
- * spaces), refusing overflow. 0 or -EINVAL, *v untouched on error. Shared
- * by the parsers of /proc/PID/stat, /proc/vmstat, memory.stat and memcg. */
-int parse_dec_u64(const char *s, size_t len, uint64_t *v);
-
 /* /proc/PID/stat; handles comm with spaces and parentheses. 0 or -EINVAL. */
 int parse_stat_buf(const char *buf, size_t len, struct proc_sample *out);
 /* The kernel prints at most PATH_MAX - 1 bytes of a cgroup path and cuts a
@@ -114,17 +109,3 @@ int parse_auxv_random(const void *buf, size_t len, uint64_t *addr);
  * -R`), so it completes the stat fingerprint. 0 when auxv or mem cannot be
  * read. */
 uint64_t read_exec_random(int proc_pid_dirfd);
-
-/* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
- * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
-ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
-/* Reads the whole file at path into *buf (malloc'ed, NUL-terminated, the
- * caller frees it), growing as it goes: mountinfo on a dense node holds
- * tens of thousands of mounts. Returns the length, -EFBIG past max bytes
- * (*buf NULL), or -errno. */
-ssize_t read_file_alloc(const char *path, size_t max, char **buf);
-/* The bound safety checks read mountinfo with: beyond it they fail closed. */
-#define MOUNTINFO_MAX_BYTES (256u << 20)
-
-/* The proc root, "/proc" unless HC_PROC_ROOT is set (fixture tests). */
-const char *proc_root(void);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "procs.h"
 
 int parse_boot_id_buf(const char *buf, size_t len, char *out)

@@ -680,7 +680,8 @@ static int resolve_held(struct range_scanner *s, const struct vma *v, struct vma
 			verdict = lazyfree_vma_verdict(v->lazyfree_kb / (PAGE_SZ / 1024), kpf_pages);
 		/* MADV_PAGEOUT of a file VMA would drop page cache: anonymous only
 		 * (MADV_FREE works nowhere else anyway). */
-		if (!err && verdict == LAZYFREE_MIXED && x->anon && s->probe_fn && s->pid > 0 && !s->swap_configured())
+		if (!err && verdict == LAZYFREE_MIXED && x->anon && s->probe_fn && s->pid > 0 &&
+		    !s->swap_configured(s->proc_root))
 			err = probe_pending(s, x);
 		else if (!err && verdict == LAZYFREE_ALL_REDIRTIED)
 			for (size_t i = 0; i < s->nheld; i++)
@@ -839,19 +840,13 @@ static bool probe_scan_ioctl(int pagemap_fd, const volatile char *page, struct h
 	return n == 1 && (vec[0].categories & HC_PAGE_IS_PRESENT);
 }
 
-enum pagemap_mode pagemap_mode_from_env(void)
-{
-	const char *v = getenv("HC_FORCE_PAGEMAP_READ");
-
-	return v && !strcmp(v, "1") ? PAGEMAP_READ : PAGEMAP_AUTO;
-}
-
-int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
+int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode, const struct hc_paths *paths)
 {
 	*s = (struct range_scanner){.pagemap_fd = -1,
 				    .kpageflags_fd = -1,
 				    .scan_ioctl = sys_pagemap_scan,
 				    .swap_configured = swap_configured,
+				    .proc_root = paths->proc,
 				    .pages_per_attach = PM_PAGES_PER_ATTACH};
 	s->regions = calloc(REGIONS_CAP, sizeof(*s->regions));
 	s->pm = calloc((size_t)PM_CHUNK_BLOCKS * HPAGE_PAGES, sizeof(*s->pm));
@@ -862,7 +857,7 @@ int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
 	}
 	s->regions_cap = REGIONS_CAP;
 
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int fd = open(paths->self_pagemap, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int err = -errno;
 		range_scanner_free(s);
@@ -880,7 +875,7 @@ int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode)
 	s->use_scan_ioctl = mode == PAGEMAP_AUTO && probe_scan_ioctl(fd, page, s->regions);
 	munmap((void *)page, PAGE_SZ);
 	close(fd);
-	s->kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	s->kpageflags_fd = open(paths->kpageflags, O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 

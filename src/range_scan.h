@@ -10,7 +10,7 @@
  * gives lazy-free only where the VMA reports LazyFree > 0, with contiguous
  * PFNs merged into one pread.
  *
- * Older kernels (and HC_FORCE_PAGEMAP_READ=1) read pagemap instead, in
+ * Older kernels (and --pagemap-read) read pagemap instead, in
  * chunks of PM_CHUNK_BLOCKS blocks per pread into a buffer the scanner owns,
  * at most PM_PAGES_PER_ATTACH entries per process and pass: a longer walk
  * stops and is resumed by the caller in a later pass.
@@ -38,6 +38,7 @@
 
 #include "block_classify.h"
 #include "collapse.h"
+#include "paths.h"
 #include "smaps_scan.h"
 
 /* Blocks per pagemap pread on the read path: 32 x 4 KiB = 128 KiB. */
@@ -103,12 +104,8 @@ struct range_scan_stats {
 /* Which page-table reader to use. */
 enum pagemap_mode {
 	PAGEMAP_AUTO, /* PAGEMAP_SCAN where the kernel has it */
-	PAGEMAP_READ, /* always the pre-6.7 pread path (tests, bench) */
+	PAGEMAP_READ, /* always the pre-6.7 pread path (tests, bench: --pagemap-read) */
 };
-
-/* PAGEMAP_READ when the environment has HC_FORCE_PAGEMAP_READ=1, else
- * PAGEMAP_AUTO. The daemon passes this to range_scanner_init(). */
-enum pagemap_mode pagemap_mode_from_env(void);
 
 /* ioctl(fd, PAGEMAP_SCAN, arg), injectable for tests. */
 typedef int (*pagemap_scan_fn)(int fd, void *arg);
@@ -138,7 +135,8 @@ struct range_scanner {
 	size_t nheld, capheld;
 	/* Injectable: the ioctl, and whether swap is configured. */
 	pagemap_scan_fn scan_ioctl;
-	bool (*swap_configured)(void);
+	bool (*swap_configured)(const char *proc_root);
+	const char *proc_root; /* for swap_configured(): paths->proc */
 	/* The lazy-free probe: the attached process and process_madvise(2);
 	 * probe_fn NULL (the default, and --dry-run) never probes. */
 	pid_t pid;
@@ -153,8 +151,9 @@ struct range_scanner {
 };
 
 /* Once per daemon: probes PAGEMAP_SCAN (unless mode is PAGEMAP_READ) and PFN
- * visibility, opens kpageflags. Returns 0 or -errno. */
-int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode);
+ * visibility on paths->self_pagemap, opens paths->kpageflags; keeps
+ * paths->proc (its string must outlive s). Returns 0 or -errno. */
+int range_scanner_init(struct range_scanner *s, enum pagemap_mode mode, const struct hc_paths *paths);
 void range_scanner_free(struct range_scanner *s);
 
 /* Per process: opens pagemap relative to the /proc/PID dirfd; pid is that

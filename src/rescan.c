@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "procfs.h"
 #include "sample_set.h"
 #include "vma_eligibility.h"
 
@@ -176,16 +177,16 @@ static void thp_refresh(struct engine *e, double now)
 		char path[512], buf[32];
 		uint64_t v;
 
-		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->thp_dir);
+		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->paths->thp);
 		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 
 		e->admin_max_ptes_none = UINT_MAX;
 		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
 			e->admin_max_ptes_none = (unsigned)v;
 	}
-	r = thp_state_read(e->thp_dir, e->khp, &e->thp);
+	r = thp_state_read(e->paths->thp, e->khp, &e->thp);
 	if (r < 0)
-		log_debug("cannot read the THP policy from %s: %s", e->thp_dir, strerror(-r));
+		log_debug("cannot read the THP policy from %s: %s", e->paths->thp, strerror(-r));
 	else if (memcmp(&before, &e->thp, sizeof(before))) /* bytes only: no padding */
 		e->policy_gen++;
 }
@@ -489,7 +490,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 		ps->procs_unchanged++;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/%d", e->proc_root, (int)s->pid);
+	snprintf(path, sizeof(path), "%s/%d", e->paths->proc, (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return 0;

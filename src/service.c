@@ -31,6 +31,7 @@
 
 struct service {
 	const char *config_path;
+	const struct hc_paths *paths;
 	struct config cfg;
 	struct engine engine;
 	struct khugepaged_saved khp;
@@ -439,10 +440,10 @@ static void log_thp_policy(const struct service *s)
 	bool exact = engine_prctl_exact(&s->engine);
 	struct thp_state st;
 	char line[512];
-	int r = thp_state_read(khugepaged_sysfs_dir(), &s->khp, &st);
+	int r = thp_state_read(s->paths->thp, &s->khp, &st);
 
 	if (r < 0) {
-		log_warn("cannot read the THP policy from %s: %s", khugepaged_sysfs_dir(), strerror(-r));
+		log_warn("cannot read the THP policy from %s: %s", s->paths->thp, strerror(-r));
 		return;
 	}
 	if (thp_policy_describe(&st, s->cfg.defaults.scope, exact, line, sizeof(line)))
@@ -479,7 +480,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	/* A file that parses can still be refused: rules no cgroup hierarchy
 	 * here can match, or collapsing asked for (after a start in observe
 	 * mode) on a kernel without MADV_COLLAPSE. Shown like a bad file. */
-	if (s->reload.last_ok && (cgroup_rules_verify(&next, proc_root(), err, sizeof(err)) < 0 ||
+	if (s->reload.last_ok && (cgroup_rules_verify(&next, s->paths->proc, err, sizeof(err)) < 0 ||
 				  (next.mode == RUN_COLLAPSE && !kernel_features_usable(&s->kf, err, sizeof(err))))) {
 		config_free(&next);
 		s->reload.last_ok = false;
@@ -590,10 +591,13 @@ static void log_observe_start(const struct service *s)
 			 s->khp.state_file);
 }
 
-int service_run(const char *config_path)
+int service_run(const char *config_path, const struct hc_paths *paths)
 {
-	struct service s = {
-	    .config_path = config_path, .exit_status = 0, .cgroup2 = {.fd = -1}, .reload = {.last_ok = true}};
+	struct service s = {.config_path = config_path,
+			    .paths = paths,
+			    .exit_status = 0,
+			    .cgroup2 = {.fd = -1},
+			    .reload = {.last_ok = true}};
 	struct producer self;
 	char err[1024];
 	bool observe;
@@ -604,7 +608,7 @@ int service_run(const char *config_path)
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
 		return EX_CONFIG; /* 78: RestartPreventExitStatus= in the unit */
 	}
-	if (cgroup_rules_verify(&s.cfg, proc_root(), err, sizeof(err)) < 0) {
+	if (cgroup_rules_verify(&s.cfg, paths->proc, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
 		config_free(&s.cfg);
@@ -618,8 +622,7 @@ int service_run(const char *config_path)
 		return 4;
 	}
 	/* Observe mode needs no MADV_COLLAPSE: it shows what would be done. */
-	if (kernel_features_start(khugepaged_sysfs_dir(), config_khugepaged_in_force(&s.cfg), false, &s.kf) < 0 &&
-	    !observe) {
+	if (kernel_features_start(paths->thp, config_khugepaged_in_force(&s.cfg), false, &s.kf) < 0 && !observe) {
 		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", s.kf.release);
 		config_free(&s.cfg);
 		return 1;
@@ -629,25 +632,25 @@ int service_run(const char *config_path)
 		metrics_set_producer(&self);
 	else
 		log_warn("cannot read this daemon's identity from /proc: --status will not know it runs");
-	r = khugepaged_init(&s.khp, s.cfg.state_file);
+	r = khugepaged_init(&s.khp, s.cfg.state_file, paths->thp);
 	if (r < 0)
 		snprintf(err, sizeof(err), "state_file %s: %s", s.cfg.state_file, strerror(-r));
 	if (observe)
 		log_observe_start(&s);
 	else
-		khugepaged_log_state(s.cfg.khugepaged);
+		khugepaged_log_state(paths->thp, s.cfg.khugepaged);
 	if (r < 0 || (!observe && khugepaged_apply(s.cfg.khugepaged, &s.khp, err, sizeof(err)) < 0)) {
 		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		config_free(&s.cfg);
 		return 1;
 	}
-	r = cgroup2_open(&s.cgroup2, "/proc/self/mountinfo");
+	r = cgroup2_open(&s.cgroup2, paths->mountinfo);
 	if (r < 0)
 		log_info("no cgroup v2 mount found (%s): per-cgroup metrics of removed cgroups are kept", strerror(-r));
 	else /* coverage_metrics.h: memory.stat where v2 has a memory controller */
 		coverage_metrics_memory_stat(s.cgroup2.fd, s.cgroup2.root);
-	r = engine_init(&s.engine, &s.cfg);
+	r = engine_init(&s.engine, &s.cfg, paths);
 	s.engine.dispatch.log_collapses = true;
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
 	s.engine.no_except_advised = !s.kf.except_advised;

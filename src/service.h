@@ -4,6 +4,8 @@
 #pragma once
 #include <stdbool.h>
 
-/* Runs until SIGTERM/SIGINT. config_path is the main file. Returns the
- * process exit status. */
-int service_run(const char *config_path);
+#include "paths.h"
+
+/* Runs until SIGTERM/SIGINT. config_path is the main file; paths are the
+ * files the daemon opens (paths.h). Returns the process exit status. */
+int service_run(const char *config_path, const struct hc_paths *paths);

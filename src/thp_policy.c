@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "khugepaged.h"
-#include "procs.h"
+#include "procfs.h"
 #include "vma_eligibility.h"
 
 static const char *const thp_names[] = {"never", "madvise", "always", "inherit"};

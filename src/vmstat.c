@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "procfs.h"
 
 #define KEY "thp_collapse_alloc_failed "
 
@@ -35,11 +35,11 @@ int parse_vmstat_buf(const char *buf, size_t len, uint64_t *alloc_failed)
 	return -ENOENT;
 }
 
-int vmstat_reader_open(struct vmstat_reader *r)
+int vmstat_reader_open(struct vmstat_reader *r, const char *proc_root)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), "%s/vmstat", proc_root());
+	snprintf(path, sizeof(path), "%s/vmstat", proc_root);
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	return r->fd < 0 ? -errno : 0;
 }

@@ -23,7 +23,7 @@
  * -EINVAL if it is malformed. */
 int parse_vmstat_buf(const char *buf, size_t len, uint64_t *alloc_failed);
 
-/* A kept fd on proc_root()/vmstat, read with pread (vmstat is about 4 KiB
+/* A kept fd on proc_root/vmstat, read with pread (vmstat is about 4 KiB
  * on 6.18; a read costs about 44 us here, the kernel summing every item over
  * every CPU: read it per batch, not per block). fd < 0: not open (then every
  * read fails with -EBADF). */
@@ -32,7 +32,7 @@ struct vmstat_reader {
 };
 
 /* Returns 0 or -errno; r->fd is -1 on failure. */
-int vmstat_reader_open(struct vmstat_reader *r);
+int vmstat_reader_open(struct vmstat_reader *r, const char *proc_root);
 void vmstat_reader_close(struct vmstat_reader *r);
 /* Returns 0 or -errno. */
 int vmstat_read_alloc_failed(struct vmstat_reader *r, uint64_t *alloc_failed);

@@ -9,7 +9,7 @@
 #    enabled=never;
 #  - a start-up failure after the knobs were written (the daemon runs out of
 #    file descriptors: RLIMIT_NOFILE) leaves them restored;
-#  - a failure of the apply itself (HC_SYSFS_THP pointing at a fake tree
+#  - a failure of the apply itself (--sysfs-thp pointing at a fake tree
 #    whose second knob is a link to the read-only hpage_pmd_size, so opening
 #    it for writing fails with EACCES even for root) puts the first knob back
 #    and leaves the real sysfs alone.
@@ -154,8 +154,8 @@ for mode in idle off; do
 	first_before=$(cat "$FAKE/$first")
 	CONF=$HC_TMP/$mode/hugecollapsed.conf
 	log=$HC_TMP/fake.$mode.log
-	env -u NOTIFY_SOCKET -u JOURNAL_STREAM HC_SYSFS_THP="$FAKE" timeout -s TERM 5 \
-		"$HC_BIN" --config "$CONF" >"$log" 2>&1
+	env -u NOTIFY_SOCKET -u JOURNAL_STREAM timeout -s TERM 5 \
+		"$HC_BIN" --config "$CONF" --sysfs-thp "$FAKE" >"$log" 2>&1
 	rc=$?
 	assert_eq "fake $mode: a failed apply exits 1" "$rc" 1
 	assert_cmd "fake $mode: the failure names the file" grep -q "cannot set $FAKE/.*Permission denied" "$log"

@@ -3,7 +3,7 @@
 # The two page-table readers agree: `--once --dry-run` over one workload per
 # role gives the same per-process results and the same candidates with
 # PAGEMAP_SCAN (6.7+) and with the pre-6.7 pread path, forced here with
-# HC_FORCE_PAGEMAP_READ=1. strace shows that the forced run makes no
+# --pagemap-read. strace shows that the forced run makes no
 # PAGEMAP_SCAN ioctl and the default one does. Needs root, jq and strace;
 # exits 77 otherwise.
 # shellcheck source=tests/lib/hc_test_lib.sh
@@ -37,20 +37,20 @@ for r in "${ROLES[@]}"; do
 	PIDARGS+=(--pid "${WL_PID[$r]}")
 done
 
-# run NAME [VAR=VALUE]: one dry pass, JSON to $HC_TMP/NAME.json; then the
+# run NAME [OPTION...]: one dry pass, JSON to $HC_TMP/NAME.json; then the
 # same under strace (ioctls only) to $HC_TMP/NAME.strace. LeakSanitizer
 # cannot run under ptrace: off for the traced run of a sanitizer build.
 run()
 {
 	local name=$1
 	shift
-	env "$@" timeout 300 "$HC_BIN" --config "$CONF" --once --dry-run --json "${PIDARGS[@]}" \
+	timeout 300 "$HC_BIN" --config "$CONF" --once --dry-run --json "${PIDARGS[@]}" "$@" \
 		>"$HC_TMP/$name.json" 2>"$HC_TMP/$name.err"
 	assert_eq "$name: hugecollapsed exits 0" "$?" 0
 	hc_log "$name: results $(jq -c '.results' "$HC_TMP/$name.json")"
-	env "$@" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 \
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 \
 		strace -f -e trace=ioctl -e raw=ioctl -o "$HC_TMP/$name.strace" \
-		"$HC_BIN" --config "$CONF" --once --dry-run --json "${PIDARGS[@]}" >/dev/null 2>&1
+		"$HC_BIN" --config "$CONF" --once --dry-run --json "${PIDARGS[@]}" "$@" >/dev/null 2>&1
 	assert_eq "$name: hugecollapsed exits 0 under strace" "$?" 0
 }
 
@@ -63,8 +63,8 @@ per_process()
 # The workloads hold still (only their access bits move), so a lazy-free
 # page the kernel drains into its lazy-free state between the two runs is
 # the only thing that could differ; the dry runs discard nothing.
-run ioctl HC_FORCE_PAGEMAP_READ=0
-run pread HC_FORCE_PAGEMAP_READ=1
+run ioctl
+run pread --pagemap-read
 # PAGEMAP_SCAN is _IOWR('f', 16, struct pm_scan_arg): 0xc0606610.
 assert_ge "default run uses PAGEMAP_SCAN (beyond the probe at start)" "$(grep -c 0xc0606610 "$HC_TMP/ioctl.strace")" 2
 # The start-up feature probe (kernel_features.c) asks with no argument

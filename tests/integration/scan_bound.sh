@@ -5,7 +5,7 @@
 # per `--once --dry-run` pass on both page-table readers (issue 16, defect
 # 1: 31-37 s with PAGEMAP_SCAN, 36.7-60.9 s on the read path). With
 # PAGEMAP_SCAN both blocks are found in the one pass; the read path
-# (HC_FORCE_PAGEMAP_READ=1) stops at its bound of 64 GiB per process and
+# (--pagemap-read) stops at its bound of 64 GiB per process and
 # pass and finds the first block (the far one waits for later passes: the
 # unit test test_range_scan resumes there). Needs root and jq; exits 77
 # otherwise.
@@ -36,7 +36,9 @@ assert_eq "the far block's address is known" "${FAR:+yes}" yes
 for mode in 0 1; do
 	name=$([[ $mode == 0 ]] && echo ioctl || echo pread)
 	start=$(date +%s.%N)
-	HC_FORCE_PAGEMAP_READ=$mode timeout 300 "$HC_BIN" --config "$CONF" --once --dry-run --json -v --pid "$PID" \
+	read_path=()
+	if [[ $mode == 1 ]]; then read_path=(--pagemap-read); fi
+	timeout 300 "$HC_BIN" --config "$CONF" --once --dry-run --json -v --pid "$PID" "${read_path[@]}" \
 		>"$HC_TMP/$name.json" 2>"$HC_TMP/$name.err"
 	assert_eq "$name: hugecollapsed exits 0" "$?" 0
 	wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')

@@ -19,7 +19,7 @@
 
 #include "cold_ranges.h"
 #include "cold_watch.h"
-#include "procs.h"
+#include "procfs.h"
 
 #define MB (UINT64_C(1) << 20)
 

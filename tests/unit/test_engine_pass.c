@@ -388,6 +388,7 @@ static bool other_daemon_running(void)
 
 struct fixture {
 	struct config cfg;
+	struct hc_paths paths;
 	struct engine e;
 	struct child ch;
 	struct pass_options o;
@@ -418,8 +419,9 @@ static int setup(void **state)
 	 * child does not use MADV_HUGEPAGE, which would let khugepaged collapse
 	 * its blocks behind the test's back. */
 	f->cfg.defaults.scope = THP_SCOPE_ALWAYS;
-	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
-	f->e.thp_dir = HC_FIXTURES "/thp/madvise";
+	hc_paths_default(&f->paths);
+	f->paths.thp = HC_FIXTURES "/thp/madvise";
+	assert_int_equal(engine_init(&f->e, &f->cfg, &f->paths), 0);
 	f->e.prctl_infer = prctl_none;
 	f->e.dispatch.madvise_fn = fake_madvise;
 	f->e.dispatch.alloc_failed = fake_alloc_failed;
@@ -503,7 +505,7 @@ static void test_admin_max_ptes_none(void **state)
 	struct fixture *f = *state;
 
 	assert_int_equal(f->e.admin_max_ptes_none, UINT_MAX); /* not read yet */
-	f->e.thp_dir = HC_FIXTURES "/thp/ptes0";
+	f->paths.thp = HC_FIXTURES "/thp/ptes0";
 	pass_at(f, 0);
 	assert_int_equal(f->ps.procs_scanned, 1);
 	assert_int_equal(f->e.admin_max_ptes_none, 0);

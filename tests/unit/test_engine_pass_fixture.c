@@ -390,6 +390,7 @@ static int fake_alloc_failed(void *ctx, uint64_t *count)
 
 struct fixture {
 	struct config cfg;
+	struct hc_paths paths;
 	struct engine e;
 	struct pass_options o;
 	struct pass_stats ps;
@@ -420,9 +421,10 @@ static int setup(void **state)
 	f->cfg.scan_interval_ms = 0;
 	f->cfg.defaults.budget_mb_per_s = 8;
 	f->cfg.alloc_backoff_ms = BACKOFF;
-	assert_int_equal(engine_init(&f->e, &f->cfg), 0);
+	hc_paths_default(&f->paths);
+	assert_int_equal(engine_init(&f->e, &f->cfg, &f->paths), 0);
 	struct engine *e = &f->e;
-	e->proc_root = root;
+	f->paths.proc = root; /* after engine_init(): what it opened stays real */
 	e->sampler.enumerate = fixture_enumerate;
 	e->sampler.doorbell_drain = fake_drain;
 	e->sampler.doorbell_rang = fake_rang;
@@ -434,7 +436,7 @@ static int setup(void **state)
 	e->dispatch.alloc_failed_ctx = NULL;
 	e->pressure_check = fake_pressure;
 	e->sampler.mapped.read_kb = fake_mapped;
-	e->thp_dir = HC_FIXTURES "/thp/madvise"; /* enabled=madvise */
+	f->paths.thp = HC_FIXTURES "/thp/madvise"; /* enabled=madvise */
 	snprintf(roots.mount, sizeof(roots.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(roots.root, sizeof(roots.root), "/");
 	e->memcg = memcg_gate_new(); /* freed by engine_free */

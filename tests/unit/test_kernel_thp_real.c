@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "kernel_features.h"
+#include "procfs.h"
 #include "procs.h"
 #include "smaps_scan.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* khugepaged: the keep/idle/off hand-over and its restore, against a fake
- * sysfs tree (HC_SYSFS_THP) in a temporary directory, and sysfs_selected().
+ * sysfs tree (the sysfs_dir of khugepaged_init()) in a temporary directory, and sysfs_selected().
  *
  * A regular file is not sysfs: write(2) at offset 0 without O_TRUNC leaves
  * the tail of a longer old text. The kernel takes the written bytes as the
@@ -111,7 +111,6 @@ static int setup(void **state)
 	put(PAGES, "4096\n");
 	put("khugepaged/full_scans", "24\n");
 	put("khugepaged/pages_collapsed", "4\n");
-	setenv("HC_SYSFS_THP", tmp, 1);
 	err[0] = 0;
 	immutable[0] = 0;
 	return 0;
@@ -128,7 +127,6 @@ static int teardown(void **state)
 	(void)state;
 	if (immutable[0])
 		set_immutable(immutable, false);
-	unsetenv("HC_SYSFS_THP");
 	return nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -158,7 +156,7 @@ static void test_sysfs_selected(void **state)
 
 static void test_keep_touches_nothing(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 	const char *files[] = {ENABLED, PMD, SLEEP, PAGES};
 	struct stat before[4], after;
 
@@ -180,7 +178,7 @@ static void test_keep_touches_nothing(void **state)
 
 static void test_idle_and_restore(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &s, err, sizeof(err)), 0);
@@ -211,7 +209,7 @@ static void test_idle_and_restore(void **state)
  * back" a value we never changed. */
 static void test_idle_already_partly_idle(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	put(PAGES, "1\n");
@@ -225,7 +223,7 @@ static void test_idle_already_partly_idle(void **state)
 
 static void test_off_and_restore(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &s, err, sizeof(err)), 0);
@@ -253,7 +251,7 @@ static void test_off_and_restore(void **state)
  * everything back. */
 static void test_off_parks_for_shmem(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	put("shmem_enabled", "always within_size [advise] never deny force\n");
@@ -275,7 +273,7 @@ static void test_off_parks_for_shmem(void **state)
 /* Kernels before per-size THP controls have only the top-level file. */
 static void test_off_without_per_size_controls(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	assert_int_equal(unlink(tpath(PMD)), 0);
@@ -293,7 +291,7 @@ static void test_off_without_per_size_controls(void **state)
  * names the second. */
 static void test_off_fails_midway(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 	int r;
 
 	(void)state;
@@ -313,7 +311,7 @@ static void test_off_fails_midway(void **state)
  * for root): the first is put back, and err names the second. */
 static void test_idle_fails_on_write(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 	int r;
 
 	(void)state;
@@ -333,7 +331,7 @@ static void test_idle_fails_on_write(void **state)
 /* A value too long to record is refused before anything is written. */
 static void test_overlong_value(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	put(SLEEP, "1234567890123456789012345678901234567890\n");
@@ -347,7 +345,7 @@ static void test_overlong_value(void **state)
  * returns the error. */
 static void test_restore_failure(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &s, err, sizeof(err)), 0);
@@ -362,7 +360,7 @@ static void test_restore_failure(void **state)
 /* Reapplying after a restore (a reload to another mode) starts clean. */
 static void test_mode_switch(void **state)
 {
-	struct khugepaged_saved s = {0};
+	struct khugepaged_saved s = {.sysfs_dir = tmp};
 
 	(void)state;
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &s, err, sizeof(err)), 0);
@@ -384,7 +382,7 @@ static void test_mode_switch(void **state)
 /* A daemon as service_run() makes it: the state file under tmp/run/. */
 static void daemon_init(struct khugepaged_saved *s)
 {
-	assert_int_equal(khugepaged_init(s, tpath(STATE)), 0);
+	assert_int_equal(khugepaged_init(s, tpath(STATE), tmp), 0);
 }
 
 /* SIGKILL: no restore, and the kernel drops the dead daemon's lock. */
@@ -652,11 +650,11 @@ static void test_restore_from_file(void **state)
 	static struct khugepaged_saved dead;
 
 	(void)state;
-	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0); /* no file */
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE), tmp), 0); /* no file */
 	daemon_init(&dead);
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_OFF, &dead, err, sizeof(err)), 0);
 	sigkill(&dead);
-	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0);
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE), tmp), 0);
 	assert_starts(ENABLED, "madvise");
 	assert_starts(PMD, "inherit");
 	assert_false(exists(STATE));
@@ -666,12 +664,12 @@ static void test_restore_from_file(void **state)
 	sigkill(&dead);
 	assert_int_equal(unlink(tpath(SLEEP)), 0);
 	assert_int_equal(mkdir(tpath(SLEEP), 0755), 0);
-	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), -EISDIR);
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE), tmp), -EISDIR);
 	assert_true(exists(STATE));
 	assert_starts(PAGES, "4096");
 	assert_int_equal(rmdir(tpath(SLEEP)), 0);
 	put(SLEEP, "4294967295\n");
-	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), 0);
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE), tmp), 0);
 	assert_starts(SLEEP, "10000");
 	assert_false(exists(STATE));
 }
@@ -691,7 +689,7 @@ static void test_one_owner(void **state)
 	assert_int_equal(khugepaged_apply(KHUGEPAGED_IDLE, &second, err, sizeof(err)), -EBUSY);
 	if (!strstr(err, "in use") || !strstr(err, pid))
 		fail_msg("err does not say who owns it: %s", err);
-	assert_int_equal(khugepaged_restore_from_file(tpath(STATE)), -EBUSY);
+	assert_int_equal(khugepaged_restore_from_file(tpath(STATE), tmp), -EBUSY);
 	assert_starts(ENABLED, "never");
 	assert_starts(SLEEP, "10000");
 	assert_int_equal(load_state()->mode, KHUGEPAGED_OFF);

@@ -29,9 +29,7 @@ static void test_real_capture(void **state)
 	uint64_t kb = 0;
 
 	(void)state;
-	assert_int_equal(setenv("HC_PROC_ROOT", FIXTURES "/real", 1), 0);
-	assert_int_equal(read_mapped_memory_kb(&kb), 0);
-	unsetenv("HC_PROC_ROOT");
+	assert_int_equal(read_mapped_memory_kb(FIXTURES "/real", &kb), 0);
 	assert_int_equal(kb, 5844 + 12392);
 }
 
@@ -96,9 +94,7 @@ static void test_missing_proc_root(void **state)
 	uint64_t kb;
 
 	(void)state;
-	assert_int_equal(setenv("HC_PROC_ROOT", FIXTURES "/does-not-exist", 1), 0);
-	assert_int_equal(read_mapped_memory_kb(&kb), -ENOENT);
-	unsetenv("HC_PROC_ROOT");
+	assert_int_equal(read_mapped_memory_kb(FIXTURES "/does-not-exist", &kb), -ENOENT);
 }
 
 /* The reason the module exists: MADV_POPULATE_WRITE fills page tables
@@ -126,9 +122,9 @@ static void test_live_populate_moves_total(void **state)
 		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		assert_true(p != MAP_FAILED);
-		assert_int_equal(read_mapped_memory_kb(&before), 0);
+		assert_int_equal(read_mapped_memory_kb("/proc", &before), 0);
 		assert_int_equal(madvise(p, len, MADV_POPULATE_WRITE), 0);
-		assert_int_equal(read_mapped_memory_kb(&after), 0);
+		assert_int_equal(read_mapped_memory_kb("/proc", &after), 0);
 		munmap(p, len);
 		delta[t] = (int64_t)after - (int64_t)before;
 	}
@@ -156,11 +152,10 @@ static void write_meminfo(const char *dir, unsigned anon_kb)
 static void test_watch_faults_explain_growth(void **state)
 {
 	char dir[] = "/tmp/hc-meminfo-XXXXXX", path[128];
-	struct mapped_watch w = {0};
+	struct mapped_watch w = {.proc_root = dir};
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(setenv("HC_PROC_ROOT", dir, 1), 0);
 	write_meminfo(dir, 100000);
 	mapped_watch_note(&w, 10.0);
 	assert_true(w.known);
@@ -176,7 +171,6 @@ static void test_watch_faults_explain_growth(void **state)
 	mapped_watch_faulted(&w, 5); /* saturates */
 	write_meminfo(dir, 900000);
 	assert_false(mapped_watch_moved(&w, 12.0));
-	unsetenv("HC_PROC_ROOT");
 	snprintf(path, sizeof(path), "%s/meminfo", dir);
 	unlink(path);
 	rmdir(dir);

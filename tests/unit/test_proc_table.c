@@ -62,10 +62,13 @@ static double fake_clock(void)
 
 /* An engine with default config whose processes come from fp and whose
  * clock is fake_time. */
+static struct hc_paths real_paths;
+
 static void fake_engine(struct engine *e, struct config *cfg, struct fake_procs *fp)
 {
 	config_defaults(cfg);
-	assert_int_equal(engine_init(e, cfg), 0);
+	hc_paths_default(&real_paths);
+	assert_int_equal(engine_init(e, cfg, &real_paths), 0);
 	e->sampler.enumerate = fake_enumerate;
 	e->sampler.enumerate_ctx = fp;
 	e->now = fake_clock;
@@ -222,12 +225,15 @@ static void test_pass_on_fixture(void **state)
 	struct pass_options o = {0};
 	struct pass_stats ps;
 	struct config cfg;
+	struct hc_paths at;
 	struct engine e;
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
 	fake_engine(&e, &cfg, &fp);
-	e.proc_root = root;
+	at = real_paths; /* the engine's later reads of /proc: the fixture */
+	at.proc = root;
+	e.paths = &at;
 	fake_time = 100;
 	for (int pass = 0; pass < 8; pass++) {
 		fp.n = 0;

@@ -20,18 +20,19 @@
 
 #include <cmocka.h>
 
+#include "paths.h"
+#include "procfs.h"
 #include "procs.h"
 
 #define FIXTURES HC_FIXTURES "/proc"
 
-/* Opens a fixture directory through proc_root(), as the daemon would. */
+/* Opens a fixture directory under a fixture proc root, as the daemon would
+ * under paths->proc. */
 static int open_fixture_dir(const char *name)
 {
 	char path[PATH_MAX];
 
-	assert_int_equal(setenv("HC_PROC_ROOT", FIXTURES, 1), 0);
-	snprintf(path, sizeof(path), "%s/%s", proc_root(), name);
-	unsetenv("HC_PROC_ROOT");
+	snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		fail_msg("open %s: %s", path, strerror(errno));
@@ -508,16 +509,22 @@ static void test_read_small_file_at(void **state)
 	close(dfd);
 }
 
-static void test_proc_root(void **state)
+/* The real paths: the daemon reads no environment to find them (a test
+ * fills its own struct hc_paths). */
+static void test_paths_default(void **state)
 {
+	struct hc_paths p;
+
 	(void)state;
+	assert_int_equal(setenv("HC_PROC_ROOT", "/tmp/fake", 1), 0);
+	hc_paths_default(&p);
 	unsetenv("HC_PROC_ROOT");
-	assert_string_equal(proc_root(), "/proc");
-	setenv("HC_PROC_ROOT", "/tmp/fake", 1);
-	assert_string_equal(proc_root(), "/tmp/fake");
-	setenv("HC_PROC_ROOT", "", 1);
-	assert_string_equal(proc_root(), "/proc");
-	unsetenv("HC_PROC_ROOT");
+	assert_string_equal(p.proc, "/proc");
+	assert_string_equal(p.thp, "/sys/kernel/mm/transparent_hugepage");
+	assert_string_equal(p.mountinfo, "/proc/self/mountinfo");
+	assert_string_equal(p.kpageflags, "/proc/kpageflags");
+	assert_string_equal(p.self_pagemap, "/proc/self/pagemap");
+	assert_false(p.pagemap_read);
 }
 
 /* ---- live ---- */
@@ -667,7 +674,7 @@ int main(void)
 	    cmocka_unit_test(test_auxv_random),
 	    cmocka_unit_test(test_exec_random_aslr_off),
 	    cmocka_unit_test(test_read_small_file_at),
-	    cmocka_unit_test(test_proc_root),
+	    cmocka_unit_test(test_paths_default),
 	    cmocka_unit_test(test_live_self),
 	    cmocka_unit_test(test_live_excludes_kthreads_sorted),
 	    cmocka_unit_test(test_live_excludes_zombies),

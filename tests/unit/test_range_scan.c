@@ -119,10 +119,19 @@ static bool map_zero_pages(char *p, size_t off)
 	return ok;
 }
 
+/* The real paths (paths.h), for range_scanner_init(). */
+static const struct hc_paths *real_paths(void)
+{
+	static struct hc_paths p;
+
+	hc_paths_default(&p);
+	return &p;
+}
+
 static int setup(void **state, enum pagemap_mode mode)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	if (!f || range_scanner_init(&f->s, mode) != 0)
+	if (!f || range_scanner_init(&f->s, mode, real_paths()) != 0)
 		return -1;
 	f->mode = mode;
 	/* This kernel (6.18) has PAGEMAP_SCAN: the forced mode must win. */
@@ -498,7 +507,7 @@ static void test_dead_process(void **state)
 	int dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dirfd >= 0);
 	struct range_scanner s;
-	assert_int_equal(range_scanner_init(&s, f->mode), 0);
+	assert_int_equal(range_scanner_init(&s, f->mode, real_paths()), 0);
 	assert_int_equal(range_scanner_attach(&s, dirfd, child), 0);
 	kill(child, SIGKILL);
 	assert_int_equal(waitpid(child, NULL, 0), child);
@@ -561,8 +570,9 @@ static ssize_t counting_madvise(int pidfd, const struct iovec *iov, size_t vlen,
 }
 
 static bool fake_swap_on;
-static bool fake_swap(void)
+static bool fake_swap(const char *proc_root)
 {
+	(void)proc_root;
 	return fake_swap_on;
 }
 

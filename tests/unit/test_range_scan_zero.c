@@ -168,6 +168,15 @@ static void fixture_free(struct fixture *f)
 	free(f);
 }
 
+/* The real paths (paths.h), for range_scanner_init(). */
+static const struct hc_paths *real_paths(void)
+{
+	static struct hc_paths p;
+
+	hc_paths_default(&p);
+	return &p;
+}
+
 static int setup(void **state, enum pagemap_mode mode)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -180,7 +189,7 @@ static int setup(void **state, enum pagemap_mode mode)
 	strcpy(f->dir, "/tmp/hc-zero.XXXXXX");
 	build_page_tables();
 	if (!mkdtemp(f->dir) || (f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    write_files(f, &kpf_fd) || range_scanner_init(&f->s, mode)) {
+	    write_files(f, &kpf_fd) || range_scanner_init(&f->s, mode, real_paths())) {
 		if (kpf_fd >= 0)
 			close(kpf_fd);
 		fixture_free(f);

@@ -327,6 +327,7 @@ static void test_sample_pass(void **unused)
 {
 	struct pass_options o = {0};
 	struct pass_stats ps;
+	struct hc_paths paths, at;
 	struct config cfg;
 	struct engine e;
 
@@ -338,8 +339,11 @@ static void test_sample_pass(void **unused)
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
 	cfg.full_rescan_s = 6 * L; /* the rolling slice: one process per L */
-	assert_int_equal(engine_init(&e, &cfg), 0);
-	e.proc_root = root;
+	hc_paths_default(&paths);
+	assert_int_equal(engine_init(&e, &cfg, &paths), 0);
+	at = paths; /* the engine's later reads of /proc: the fixture */
+	at.proc = root;
+	e.paths = &at;
 	e.sampler.enumerate = fixture_enumerate;
 	e.sampler.doorbell_drain = fake_drain;
 	e.now = fake_clock;
@@ -479,6 +483,7 @@ static void test_zombie_pid_reused(void **unused)
 {
 	struct pass_options o = {0};
 	struct pass_stats ps;
+	struct hc_paths paths, at;
 	struct config cfg;
 	struct engine e;
 
@@ -488,8 +493,11 @@ static void test_zombie_pid_reused(void **unused)
 	write_stat(100, 1, 64 << 20);
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
-	assert_int_equal(engine_init(&e, &cfg), 0);
-	e.proc_root = root;
+	hc_paths_default(&paths);
+	assert_int_equal(engine_init(&e, &cfg, &paths), 0);
+	at = paths; /* the engine's later reads of /proc: the fixture */
+	at.proc = root;
+	e.paths = &at;
 	e.sampler.enumerate = fixture_enumerate;
 	e.sampler.doorbell_drain = fake_drain;
 	e.now = fake_clock;

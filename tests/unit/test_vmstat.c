@@ -54,7 +54,7 @@ static void test_real_reader(void **state)
 	uint64_t a = 0, b = 0;
 
 	(void)state;
-	assert_int_equal(vmstat_reader_open(&r), 0);
+	assert_int_equal(vmstat_reader_open(&r, "/proc"), 0);
 	assert_int_equal(vmstat_read_alloc_failed(&r, &a), 0);
 	assert_int_equal(vmstat_read_alloc_failed(&r, &b), 0);
 	assert_true(b >= a);

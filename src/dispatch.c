@@ -155,15 +155,6 @@ static void add_cgroup_bytes(struct dispatcher *e, const char *cgroup, uint64_t 
 	n[e->ncg_bytes++].bytes = bytes;
 }
 
-double enomem_backoff_s(unsigned alloc_backoff_ms, unsigned streak)
-{
-	unsigned shift = streak ? streak - 1 : 0;
-
-	if (shift > ENOMEM_BACKOFF_MAX_SHIFT)
-		shift = ENOMEM_BACKOFF_MAX_SHIFT;
-	return (double)alloc_backoff_ms / 1000.0 * (double)(1u << shift);
-}
-
 /* A call's time, shared by its blocks: what one block cost the target. */
 static void observe_call(void *ctx, double seconds, size_t nblocks)
 {
@@ -243,64 +234,50 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 			 (int)s->pid, s->prev.comm, ok * 2);
 	for (size_t i = 0; i < n; i++) {
 		enum collapse_outcome oc = cr->out[i];
-		struct block_memo *m;
+		struct block_memo *m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
+		/* s->policy is NULL if its cgroup became unreadable in the
+		 * re-check: then its blocks are gone (nblocks 0), m too. */
+		const struct outcome_facts f = {.outcome = oc,
+						.has_memo = m != NULL,
+						.eagain = m ? m->eagain : 0,
+						.eagain_retries = s->policy ? s->policy->eagain_retries : 0,
+						.collect_retry = collect_retry,
+						.enomem_streak = s->enomem_streak,
+						.alloc_backoff_ms = env->cfg->alloc_backoff_ms,
+						.enomem_procs = cr->enomem_procs};
+		const struct outcome_decision d = dispatch_outcome(&f);
 
 		ps->outcomes[oc]++;
-		switch (oc) {
-		case COLLAPSE_OK:
+		if (d.collapsed)
 			ps->collapsed_bytes += HPAGE_SIZE;
-			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
-			break;
-		case COLLAPSE_EINVAL:
-			/* Refused while its VMA stays the same (rescan.c). */
-			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
+		if (d.fate == BLOCK_REFUSED) /* while its VMA stays the same (rescan.c) */
 			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
+		if (d.fate != BLOCK_KEEP)
 			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
-			break;
-		case COLLAPSE_UNMAPPED:
-		case COLLAPSE_STALE:
-			/* Unmapped, emptied, freed... since the scan: a stale
-			 * candidate of this process only; its next scan decides. */
-			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
-			break;
-		case COLLAPSE_EAGAIN:
-		case COLLAPSE_EBUSY:
-			m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
-			if (m)
-				m->eagain++;
-			/* The retry later in this pass is one of its eagain_retries. */
-			if (collect_retry && oc == COLLAPSE_EAGAIN && m && m->eagain <= s->policy->eagain_retries)
-				cr->retry[cr->nretry++] = (struct candidate){.proc = p, .addr = cr->addrs[i]};
-			break;
-		case COLLAPSE_ENOMEM: {
-			/* This process only (its nodes may be full, or its own
-			 * MADV_COLLAPSE loop moved the count); the block stays. */
-			double wait;
-
-			if (s->enomem_streak < UINT8_MAX)
-				s->enomem_streak++;
-			wait = enomem_backoff_s(env->cfg->alloc_backoff_ms, s->enomem_streak);
-			s->backoff_until = now + wait;
+		if (d.count_eagain && m)
+			m->eagain = d.eagain;
+		if (d.retry)
+			cr->retry[cr->nretry++] = (struct candidate){.proc = p, .addr = cr->addrs[i]};
+		if (d.back_off) {
+			s->enomem_streak = d.enomem_streak;
+			s->backoff_until = now + d.backoff_s;
 			log_proc_id(
 			    LOG_WARNING, HC_MSGID_BACKOFF, s->pid, proc_state_cgroup(s), "enomem",
 			    "pid %d (%s): no huge page available (%u in a row): backing off this process for %.0f ms",
-			    (int)s->pid, s->prev.comm, (unsigned)s->enomem_streak, wait * 1e3);
-			if (++cr->enomem_procs >= ENOMEM_PROCS_PER_PASS)
-				cr->stop = true;
-			break;
+			    (int)s->pid, s->prev.comm, (unsigned)s->enomem_streak, d.backoff_s * 1e3);
+			cr->enomem_procs++;
 		}
-		case COLLAPSE_ESRCH:
-			s->nblocks = 0;
-			return;
-		case COLLAPSE_EPERM:
+		if (d.missing_privilege) {
 			if (!ps->missing_privilege)
 				log_proc(LOG_ERR, s->pid, proc_state_cgroup(s), "eperm",
 					 "process_madvise refused: needs CAP_SYS_NICE (and ptrace access)");
 			ps->missing_privilege = true;
+		}
+		if (d.stop_pass)
 			cr->stop = true;
-			break;
-		default:
-			break;
+		if (d.forget_process) {
+			s->nblocks = 0;
+			return;
 		}
 	}
 }

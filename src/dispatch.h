@@ -20,12 +20,14 @@
  * collapsed. Then
  * each call's blocks are checked again right before it (the process, the
  * policies it was scanned under, and range_scan_recheck() over just those
- * blocks): the stale ones are not submitted (COLLAPSE_STALE). */
+ * blocks): the stale ones are not submitted (COLLAPSE_STALE). What each
+ * outcome makes it do is dispatch_outcome()'s decision. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dispatch_outcome.h" /* what each outcome makes it do; ENOMEM_PROCS_PER_PASS */
 #include "plan.h"
 
 #include "collapse.h"
@@ -88,18 +90,6 @@ struct dispatch_env {
 	/* Drains the MADV_COLD observer; the ranges after it. */
 	const struct cold_ranges *(*cold_drain)(void *ctx);
 };
-
-/* ENOMEM from this many processes in one pass: huge pages are short for
- * everyone, not for one process's nodes; stop asking until the next pass. */
-#define ENOMEM_PROCS_PER_PASS 4
-/* A process's back-off doubles per ENOMEM in a row, up to 2^this times
- * alloc_backoff_ms (8 min at the default 60 s), then stays there: it is
- * always tried again. */
-#define ENOMEM_BACKOFF_MAX_SHIFT 3
-
-/* The back-off after the streak-th ENOMEM in a row: alloc_backoff_ms
- * doubled per ENOMEM, bounded. Pure. */
-double enomem_backoff_s(unsigned alloc_backoff_ms, unsigned streak);
 
 struct collapse_run {
 	uint64_t *addrs;

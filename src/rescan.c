@@ -14,6 +14,7 @@
 #include "grow.h"
 #include "log.h"
 #include "procfs.h"
+#include "rescan_reason.h"
 #include "sample_set.h"
 #include "vma_eligibility.h"
 
@@ -460,33 +461,39 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 		 double now, bool force)
 {
 	const struct config *cfg = e->cfg;
-	bool maps_changed = s->scan_vsize != s->prev.vsize;
-	bool changed = !s->scanned || maps_changed || s->scan_minflt != s->prev.minflt ||
-		       s->scan_majflt != s->prev.majflt || s->scan_rss != s->prev.rss_pages;
-	bool due = now - s->last_scan >= cfg->full_rescan_s;
-	bool recheck = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S;
-	bool sample_due = s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s;
-	bool resuming = s->scan_cursor != 0;
-	/* Re-touching a MADV_COLD range changes no counter (the pages are
-	 * present): a process whose last scan held blocks back for it is read
-	 * again every COLD_RECHECK_S to see whether they are warm. */
-	bool cold_due = s->results[SCAN_LACK_REFERENCED_PAGE] && now - s->last_scan >= COLD_RECHECK_S;
-	bool closed = changed && rescan_closed(e, s, maps_changed, now);
+	struct rescan_facts f = {
+	    .force = force,
+	    .unlimited = o->unlimited,
+	    .resuming = s->scan_cursor != 0,
+	    .scanned = s->scanned,
+	    .maps_changed = s->scan_vsize != s->prev.vsize,
+	    .faults_changed = s->scan_minflt != s->prev.minflt || s->scan_majflt != s->prev.majflt,
+	    .rss_changed = s->scan_rss != s->prev.rss_pages,
+	    /* Too small for a 2 MiB block (like the short-lived processes of
+	     * a shell, cron or a health check): not even a first look until
+	     * it grows (its faults name it to the sample); after one, not
+	     * again until it grows or its maps change. */
+	    .small = proc_state_small(s),
+	    .full_due = now - s->last_scan >= cfg->full_rescan_s,
+	    .policy_recheck_due = s->policy_recheck && now - s->last_scan >= POLICY_RECHECK_S,
+	    .access_sample_due =
+		s->policy && s->policy->access_sampling && now - s->last_clear >= s->policy->access_sample_s,
+	    /* Re-touching a MADV_COLD range changes no counter (the pages are
+	     * present): a process whose last scan held blocks back for it is
+	     * read again every COLD_RECHECK_S to see whether they are warm. */
+	    .cold_recheck_due = s->results[SCAN_LACK_REFERENCED_PAGE] && now - s->last_scan >= COLD_RECHECK_S,
+	    .policy_known = s->policy || s->cgroup_unknown,
+	};
+	bool changed = rescan_facts_changed(&f);
+	bool due = f.full_due;
+	bool closed = changed && rescan_closed(e, s, f.maps_changed, now);
 	uint64_t refused_kb = s->refused_kb;
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
 	int dirfd, r, ret = 0;
 
-	/* Too small for a 2 MiB block (like the short-lived processes of a
-	 * shell, cron or a health check): not even a first look until it
-	 * grows (its faults name it to the sample); after one, not again until
-	 * it grows or its maps change. */
-	if (proc_state_small(s) && !force && !resuming && !o->unlimited && (!s->scanned || !maps_changed)) {
-		ps->procs_unchanged++;
-		return 0;
-	}
-	if ((!changed || closed) && !due && !recheck && !sample_due && !cold_due && !force && !resuming &&
-	    !o->unlimited && (s->policy || s->cgroup_unknown)) {
+	f.closed = closed;
+	if (!rescan_reason_reads(rescan_reason(&f))) { /* rescan_reason.h says why not */
 		ps->procs_unchanged++;
 		return 0;
 	}

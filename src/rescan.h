@@ -3,7 +3,8 @@
  *
  * A process is rescanned when it is new, its counters (faults, RSS,
  * address-space size) moved since its last scan, a full rescan is due
- * (full_rescan_s), access sampling is due, or the caller forces it. A
+ * (full_rescan_s), access sampling is due, or the caller forces it
+ * (rescan_reason.h: every reason, and which comes first). A
  * rescan refreshes its cgroup and policy (when unknown or due), reads its
  * THP switch, smaps and page tables (range_scan), and replaces its block
  * memos with the candidates found, keeping each block's age and EAGAIN

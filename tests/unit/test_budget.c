@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* budget: the candidates and the token buckets that select them, pure.
  * Passes are simulated as the engine runs them: refill at the pass's time,
- * select, then charge what was selected. */
+ * select, then charge what was selected. budget_candidates() is tested on
+ * hand-made process tables: which processes take part, tiers and scores
+ * under each one's policy, ties, and its order fed to budget_select(). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -304,6 +306,287 @@ static void test_reconfigure(void **state)
 	sim_free(&s);
 }
 
+/* --- budget_candidates(): which blocks take part, scored and ordered. --- */
+
+#define NOW 1000.0
+
+/* Processes for budget_candidates(): pid 100 + i, under pols[i], active
+ * (last_active = NOW), each with its own blocks. */
+struct cands {
+	struct config cfg;
+	struct proc_state st[6];
+	struct block_memo memo[6][4];
+	struct candidate *c;
+	size_t n, cap;
+	unsigned active;
+};
+
+static void cands_init(struct cands *k, size_t nrules)
+{
+	memset(k, 0, sizeof(*k));
+	config_defaults(&k->cfg);
+	if (nrules) {
+		k->cfg.rules = calloc(nrules, sizeof(*k->cfg.rules));
+		assert_non_null(k->cfg.rules);
+		k->cfg.nrules = nrules;
+		for (size_t i = 0; i < nrules; i++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "/r%zu", i);
+			k->cfg.rules[i].path = strdup(path);
+			k->cfg.rules[i].policy = k->cfg.defaults;
+		}
+	}
+	for (size_t i = 0; i < 6; i++) {
+		k->st[i].pid = (pid_t)(100 + i);
+		k->st[i].policy = &k->cfg.defaults;
+		k->st[i].last_active = NOW;
+		k->st[i].blocks = k->memo[i];
+	}
+}
+
+/* Gives process p a block at addr, seen at first_seen. */
+static void cands_block(struct cands *k, size_t p, uint64_t addr, double first_seen, unsigned ref_pct, unsigned present)
+{
+	struct proc_state *s = &k->st[p];
+
+	assert_true(s->nblocks < 4);
+	s->blocks[s->nblocks++] = (struct block_memo){
+	    .addr = addr, .first_seen = first_seen, .referenced_pct = (uint8_t)ref_pct, .present = (uint16_t)present};
+}
+
+static void cands_run(struct cands *k, size_t nst, const struct pid_filter *f)
+{
+	static const struct pid_filter all = {.self = 1};
+
+	assert_int_equal(budget_candidates(&k->c, &k->n, &k->cap, k->st, nst, f ? f : &all, NOW, &k->active), 0);
+}
+
+static void cands_free(struct cands *k)
+{
+	free(k->c);
+	config_free(&k->cfg);
+}
+
+static void assert_cand(const struct candidate *c, uint32_t proc, uint64_t addr, enum plan_tier tier)
+{
+	if (c->proc != proc || c->addr != addr || c->tier != tier)
+		fail_msg("candidate proc %u addr %#llx tier %u, want proc %u addr %#llx tier %u", c->proc,
+			 (unsigned long long)c->addr, c->tier, proc, (unsigned long long)addr, tier);
+}
+
+/* Aged blocks first, the oldest first, scored by the seconds they waited;
+ * then the active processes' by score; then the idle ones', whatever their
+ * score. A candidate's fields come from its memo and its process. */
+static void test_candidates_order(void **state)
+{
+	struct cands k;
+
+	(void)state;
+	cands_init(&k, 0);
+	/* 0: idle (last active past idle_after_s), hot and full. */
+	k.st[0].last_active = NOW - k.cfg.defaults.idle_after_s - 1;
+	k.st[0].activity = (struct activity){.cpu = 4};
+	cands_block(&k, 0, 0x200000, NOW, 100, 512);
+	/* 1: active, quiet: one fresh block, one that waited max_wait_s
+	 * exactly, one that waited longer. */
+	cands_block(&k, 1, 0x200000, NOW - 1, 40, 300);
+	cands_block(&k, 1, 0x400000, NOW - k.cfg.defaults.max_wait_s, 10, 257);
+	cands_block(&k, 1, 0x600000, NOW - 2.0 * k.cfg.defaults.max_wait_s, 10, 257);
+	/* 2: active and busier than 1: its block goes before 1's fresh one. */
+	k.st[2].activity = (struct activity){.cpu = 0.5, .faults = 0.25};
+	cands_block(&k, 2, 0x800000, NOW, 50, 300);
+	cands_run(&k, 3, NULL);
+
+	assert_int_equal(k.n, 5);
+	assert_cand(&k.c[0], 1, 0x600000, TIER_AGED);
+	assert_true(k.c[0].score == 2.0 * k.cfg.defaults.max_wait_s);
+	assert_cand(&k.c[1], 1, 0x400000, TIER_AGED);
+	assert_true(k.c[1].score == k.cfg.defaults.max_wait_s);
+	assert_cand(&k.c[2], 2, 0x800000, TIER_ACTIVE);
+	assert_true(k.c[2].score == candidate_score(100, &k.st[2].activity, 50, 300));
+	assert_cand(&k.c[3], 1, 0x200000, TIER_ACTIVE);
+	assert_true(k.c[3].score == candidate_score(100, &k.st[1].activity, 40, 300));
+	assert_int_equal(k.c[3].present, 300);
+	assert_cand(&k.c[4], 0, 0x200000, TIER_IDLE);
+	assert_true(k.c[4].score > k.c[2].score); /* a higher score, ranked below */
+	assert_int_equal(k.active, 2);
+	cands_free(&k);
+}
+
+/* Left out: no policy (its cgroup unknown), a disabled policy, the daemon
+ * itself, a process --pid does not name, a scan stopped midway, a process
+ * backing off (until the very second its back-off ends). */
+static void test_candidates_left_out(void **state)
+{
+	const pid_t only[] = {101, 102, 103, 104, 105};
+	const struct pid_filter f = {.pids = only, .npids = 5, .self = 105};
+	struct cands k;
+
+	(void)state;
+	cands_init(&k, 1);
+	k.cfg.rules[0].policy.enable = false;
+	for (size_t i = 0; i < 6; i++)
+		cands_block(&k, i, 0x200000 * (i + 1), NOW, 50, 300);
+	k.st[0].policy = &k.cfg.defaults; /* 100: not in --pid */
+	k.st[1].policy = NULL;            /* 101: cgroup unknown */
+	k.st[2].policy = &k.cfg.rules[0].policy;
+	k.st[3].scan_cursor = 0x400000;
+	k.st[4].backoff_until = NOW + 0.001;
+	/* 105: self */
+	cands_run(&k, 6, &f);
+	assert_int_equal(k.n, 0);
+	assert_int_equal(k.active, 0); /* none of them counts as active either */
+
+	k.st[3].scan_cursor = 0;
+	k.st[4].backoff_until = NOW;
+	cands_run(&k, 6, &f);
+	assert_int_equal(k.n, 2);
+	assert_cand(&k.c[0], 3, 0x800000, TIER_ACTIVE);
+	assert_cand(&k.c[1], 4, 0xa00000, TIER_ACTIVE);
+	assert_int_equal(k.active, 2);
+
+	/* Without --pid, all but self. */
+	{
+		const struct pid_filter any = {.self = 105};
+
+		k.active = 0;
+		k.st[1].policy = &k.cfg.defaults;
+		k.st[2].policy = &k.cfg.defaults;
+		cands_run(&k, 6, &any);
+		assert_int_equal(k.n, 5);
+		assert_int_equal(k.active, 5);
+		for (size_t i = 0; i < k.n; i++)
+			assert_int_not_equal(k.c[i].proc, 5);
+	}
+	cands_free(&k);
+}
+
+/* Each process is judged by its own policy: weight scales the score,
+ * max_wait_s ages its blocks, idle_after_s makes it idle. */
+static void test_candidates_per_policy(void **state)
+{
+	struct cands k;
+
+	(void)state;
+	cands_init(&k, 2);
+	k.cfg.rules[0].policy.weight = 300;
+	k.cfg.rules[0].policy.max_wait_s = 5;
+	k.cfg.rules[1].policy.idle_after_s = 10;
+	k.st[0].policy = &k.cfg.rules[0].policy;
+	k.st[1].policy = &k.cfg.rules[1].policy;
+	k.st[2].policy = &k.cfg.defaults;
+	k.st[1].last_active = NOW - 11; /* idle under its rule, not the defaults' 60 s */
+	k.st[2].last_active = NOW - 11;
+	cands_block(&k, 0, 0x200000, NOW - 1, 50, 300); /* weight 300 */
+	cands_block(&k, 0, 0x400000, NOW - 6, 50, 300); /* aged after 5 s */
+	cands_block(&k, 1, 0x200000, NOW - 6, 50, 300);
+	cands_block(&k, 2, 0x200000, NOW - 6, 50, 300);
+	cands_run(&k, 3, NULL);
+	assert_int_equal(k.n, 4);
+	assert_cand(&k.c[0], 0, 0x400000, TIER_AGED);
+	assert_true(k.c[0].score == 6);
+	assert_cand(&k.c[1], 0, 0x200000, TIER_ACTIVE);
+	assert_true(k.c[1].score == candidate_score(300, &k.st[0].activity, 50, 300));
+	assert_true(k.c[1].score > 2.9 * candidate_score(100, &k.st[0].activity, 50, 300));
+	assert_cand(&k.c[2], 2, 0x200000, TIER_ACTIVE);
+	assert_cand(&k.c[3], 1, 0x200000, TIER_IDLE);
+	assert_int_equal(k.active, 2);
+	cands_free(&k);
+}
+
+/* Equal tier and score: by process (its index), then address, whatever
+ * the order of the table; the idle_after_s and max_wait_s bounds are
+ * inclusive. */
+static void test_candidates_ties(void **state)
+{
+	struct cands k;
+
+	(void)state;
+	cands_init(&k, 0);
+	k.st[0].last_active = NOW - k.cfg.defaults.idle_after_s; /* still active */
+	cands_block(&k, 0, 0x600000, NOW, 50, 300);
+	cands_block(&k, 0, 0x200000, NOW, 50, 300);
+	cands_block(&k, 1, 0x400000, NOW, 50, 300);
+	cands_block(&k, 1, 0x200000, NOW, 50, 300);
+	cands_block(&k, 2, 0x800000, NOW - 5, 50, 300);
+	cands_block(&k, 3, 0x200000, NOW - 5, 50, 300);
+	cands_run(&k, 4, NULL);
+	assert_int_equal(k.n, 6);
+	assert_cand(&k.c[0], 0, 0x200000, TIER_ACTIVE);
+	assert_cand(&k.c[1], 0, 0x600000, TIER_ACTIVE);
+	assert_cand(&k.c[2], 1, 0x200000, TIER_ACTIVE);
+	assert_cand(&k.c[3], 1, 0x400000, TIER_ACTIVE);
+	assert_cand(&k.c[4], 2, 0x800000, TIER_ACTIVE);
+	assert_cand(&k.c[5], 3, 0x200000, TIER_ACTIVE);
+	for (size_t i = 1; i < k.n; i++)
+		assert_true(k.c[i].score == k.c[0].score);
+	assert_int_equal(k.active, 4);
+	cands_free(&k);
+}
+
+/* The array is reused: each call starts from none, and procs_active adds
+ * up (the caller zeroes it) or is not asked for. */
+static void test_candidates_reuse(void **state)
+{
+	struct cands k;
+	struct candidate *first;
+
+	(void)state;
+	cands_init(&k, 0);
+	cands_block(&k, 0, 0x200000, NOW, 50, 300);
+	cands_block(&k, 1, 0x200000, NOW, 50, 300);
+	cands_run(&k, 2, NULL);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(k.active, 2);
+	first = k.c;
+	cands_run(&k, 1, NULL);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.active, 3);
+	assert_ptr_equal(k.c, first); /* no growth needed */
+	assert_int_equal(budget_candidates(&k.c, &k.n, &k.cap, k.st, 0, &(struct pid_filter){.self = 1}, NOW, NULL), 0);
+	assert_int_equal(k.n, 0);
+	assert_int_equal(budget_candidates(&k.c, &k.n, &k.cap, k.st, 2, &(struct pid_filter){.self = 1}, NOW, NULL), 0);
+	assert_int_equal(k.n, 2);
+	cands_free(&k);
+}
+
+/* From the candidates to the selection: a rule's budget takes its best
+ * blocks, the rest goes to the next in line, and the global budget ends
+ * it (budget_select on budget_candidates' order). */
+static void test_candidates_within_budget(void **state)
+{
+	struct cands k;
+	struct budget b;
+	size_t nsel;
+
+	(void)state;
+	cands_init(&k, 1);
+	k.cfg.scan_interval_ms = 1000;
+	k.cfg.defaults.budget_mb_per_s = 8;        /* 4 blocks in all */
+	k.cfg.rules[0].policy.budget_mb_per_s = 2; /* 1 block */
+	k.cfg.rules[0].policy.weight = 1000;       /* its blocks rank first */
+	k.st[0].policy = &k.cfg.rules[0].policy;
+	for (unsigned j = 0; j < 3; j++) {
+		cands_block(&k, 0, 0x200000 * (j + 1), NOW, 50, 300);
+		cands_block(&k, 1, 0x200000 * (j + 1), NOW, 50, 300 - j);
+		cands_block(&k, 2, 0x200000 * (j + 1), NOW, 50, 200);
+	}
+	cands_run(&k, 3, NULL);
+	assert_int_equal(k.n, 9);
+	budget_init(&b);
+	assert_int_equal(budget_configure(&b, NULL, &k.cfg), 0);
+	budget_refill(&b, &k.cfg, NOW);
+	nsel = budget_select(&b, &k.cfg, k.c, k.n, k.st, false);
+	assert_int_equal(nsel, 4);
+	assert_cand(&k.c[0], 0, 0x200000, TIER_ACTIVE);
+	assert_cand(&k.c[1], 1, 0x200000, TIER_ACTIVE); /* fullest first */
+	assert_cand(&k.c[2], 1, 0x400000, TIER_ACTIVE);
+	assert_cand(&k.c[3], 1, 0x600000, TIER_ACTIVE);
+	budget_free(&b);
+	cands_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +600,12 @@ int main(void)
 	    cmocka_unit_test(test_global_and_unlimited),
 	    cmocka_unit_test(test_policy_index),
 	    cmocka_unit_test(test_reconfigure),
+	    cmocka_unit_test(test_candidates_order),
+	    cmocka_unit_test(test_candidates_left_out),
+	    cmocka_unit_test(test_candidates_per_policy),
+	    cmocka_unit_test(test_candidates_ties),
+	    cmocka_unit_test(test_candidates_reuse),
+	    cmocka_unit_test(test_candidates_within_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

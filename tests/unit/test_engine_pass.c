@@ -829,6 +829,52 @@ static void test_einval_expires(void **state)
 /* A collapsed block is forgotten: the next pass over the unchanged process
  * submits nothing (the kernel would answer "collapsed" again for a block
  * that is already huge, and the budget would go to it). */
+/* ESRCH: the process is gone (or not the one scanned): all its blocks go,
+ * those after the ESRCH too, and its later outcomes are not counted; it is
+ * not asked again until its next scan finds them. */
+static void test_esrch_forgets_the_process(void **state)
+{
+	struct fixture *f = *state;
+	unsigned calls;
+
+	script(block(f, 1), ESRCH);
+	first_pass(f);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ESRCH], 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_NOT_TRIED], 0);
+	assert_int_equal(attempts(block(f, 2)), 0);
+	calls = fk.calls;
+	pass_at(f, 1);
+	assert_int_equal(f->ps.procs_scanned, 0);
+	assert_int_equal(fk.calls, calls);
+	assert_int_equal(attempts(block(f, 2)) + attempts(block(f, 3)), 0);
+}
+
+/* ENOMEM from ENOMEM_PROCS_PER_PASS processes ends the pass: a real
+ * shortage, the rest keep their place. */
+static void test_enomem_from_many_stops_the_pass(void **state)
+{
+	struct fixture *f = *state;
+	struct child more[ENOMEM_PROCS_PER_PASS];
+	pid_t pids[ENOMEM_PROCS_PER_PASS + 1];
+
+	fk.default_err = ENOMEM;
+	fk.enomem_is_alloc_failure = true;
+	pids[0] = f->ch.pid;
+	for (size_t i = 0; i < ENOMEM_PROCS_PER_PASS; i++) {
+		child_start(&more[i]);
+		pids[i + 1] = more[i].pid;
+	}
+	f->o.pids = pids;
+	f->o.npids = ENOMEM_PROCS_PER_PASS + 1;
+	pass_at(f, 0);
+	assert_int_equal(f->ps.procs_scanned, ENOMEM_PROCS_PER_PASS + 1);
+	assert_int_equal(f->ps.outcomes[COLLAPSE_ENOMEM], ENOMEM_PROCS_PER_PASS);
+	assert_int_equal(fk.calls, ENOMEM_PROCS_PER_PASS); /* one call each (ENOMEM ends it), one left */
+	for (size_t i = 0; i < ENOMEM_PROCS_PER_PASS; i++)
+		child_stop(&more[i]);
+}
+
 static void test_collapsed_not_submitted_again(void **state)
 {
 	struct fixture *f = *state;
@@ -1317,6 +1363,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_eagain_retries_3, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_einval_until_its_vma_changes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_einval_expires, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_esrch_forgets_the_process, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_enomem_from_many_stops_the_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_below_one_block, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_no_spend_after_gap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_freed_between_calls_not_collapsed, setup, teardown),

@@ -370,13 +370,12 @@ static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
 	const struct memcg_gate_input in = {.st = e->st,
 					    .nst = e->nst,
 					    .proc_root = e->paths->proc,
-					    .mountinfo = e->paths->mountinfo,
 					    .pass = e->passes,
 					    .sample_time = e->sampler.sample_time,
 					    .now = e->now()};
 	int r;
 
-	if (!e->memcg && !(e->memcg = memcg_gate_new()))
+	if (!e->memcg && !(e->memcg = memcg_gate_new(e->paths->mountinfo)))
 		return -ENOMEM;
 	r = memcg_gate_hold_back(e->memcg, &in, e->cands, &e->ncands, ps);
 	if (r >= 0 && memcg_gate_counted(e->memcg))

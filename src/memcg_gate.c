@@ -36,7 +36,7 @@ struct memcg_gate {
 	 * through as "no memory controller" (issue 16, defect 6). */
 	int roots_err;
 	double roots_tried;    /* in->now of the last attempt */
-	const char *mountinfo; /* NULL: the input's (paths->mountinfo); tests set another */
+	const char *mountinfo; /* paths->mountinfo; tests set another */
 	unsigned ncpus;
 	uint64_t pass; /* in->pass the cache below belongs to */
 	struct cg_room *cg;
@@ -49,7 +49,7 @@ struct memcg_gate {
 	bool counted;          /* the last call counted held[] in its pass_stats */
 };
 
-struct memcg_gate *memcg_gate_new(void)
+struct memcg_gate *memcg_gate_new(const char *mountinfo)
 {
 	struct memcg_gate *g = calloc(1, sizeof(*g));
 	long n;
@@ -59,6 +59,7 @@ struct memcg_gate *memcg_gate_new(void)
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	g->ncpus = n > 0 ? (unsigned)n : 1;
 	g->pass = UINT64_MAX;
+	g->mountinfo = mountinfo;
 	return g;
 }
 
@@ -192,9 +193,9 @@ int memcg_gate_error(const struct memcg_gate *g)
 }
 
 /* The mounts, at the first pass and again every RETRY_S while unknown. */
-static void find_roots(double now, const char *mountinfo, struct memcg_gate *g)
+static void find_roots(double now, struct memcg_gate *g)
 {
-	const char *path = g->mountinfo ? g->mountinfo : mountinfo;
+	const char *path = g->mountinfo;
 	int r;
 
 	if (g->have_roots && (!g->roots_err || now - g->roots_tried < RETRY_S))
@@ -216,7 +217,7 @@ static void find_roots(double now, const char *mountinfo, struct memcg_gate *g)
 
 static int gate_prepare(const struct memcg_gate_input *in, struct memcg_gate *g)
 {
-	find_roots(in->now, in->mountinfo, g);
+	find_roots(in->now, g);
 	if (g->pass != in->pass) {
 		cache_clear(g);
 		g->pass = in->pass;

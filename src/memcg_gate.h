@@ -34,14 +34,14 @@ struct memcg_gate_input {
 	const struct proc_state *st; /* the table: a candidate's proc indexes it */
 	size_t nst;
 	const char *proc_root; /* where /proc/PID/cgroup is read */
-	const char *mountinfo; /* where the memory cgroup mounts are found (paths->mountinfo) */
 	uint64_t pass;         /* the pass: rooms are read once per pass */
 	double sample_time;    /* the pass's sample: who was scanned in it */
 	double now;            /* monotonic seconds: the retry of mountinfo */
 };
 
-/* NULL: no memory. */
-struct memcg_gate *memcg_gate_new(void);
+/* Finds the memory cgroup mounts in mountinfo (paths->mountinfo). NULL: no
+ * memory. */
+struct memcg_gate *memcg_gate_new(const char *mountinfo);
 void memcg_gate_free(struct memcg_gate *g);
 
 /* Removes from cands[0..*ncands) the blocks that do not fit, keeping the

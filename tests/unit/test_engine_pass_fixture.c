@@ -439,7 +439,7 @@ static int setup(void **state)
 	f->paths.thp = HC_FIXTURES "/thp/madvise"; /* enabled=madvise */
 	snprintf(roots.mount, sizeof(roots.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(roots.root, sizeof(roots.root), "/");
-	e->memcg = memcg_gate_new(); /* freed by engine_free */
+	e->memcg = memcg_gate_new(f->paths.mountinfo); /* freed by engine_free */
 	assert_non_null(e->memcg);
 	assert_int_equal(memcg_gate_set_roots(e->memcg, &roots), 0);
 	/* The scanner's seam is its files: the fixture's kpageflags, PFNs

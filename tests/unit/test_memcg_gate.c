@@ -51,7 +51,7 @@ static int setup(void **state)
 	struct memcg_roots r = {.mode = MEMCG_V2};
 
 	(void)state;
-	g = memcg_gate_new();
+	g = memcg_gate_new("/proc/self/mountinfo");
 	assert_non_null(g);
 	ncands = 0;
 	memset(st, 0, sizeof(st));
@@ -61,12 +61,8 @@ static int setup(void **state)
 		st[i].pid = 100 + i;
 		st[i].policy = &pol;
 	}
-	in = (struct memcg_gate_input){.st = st,
-				       .nst = NPROC,
-				       .proc_root = HC_FIXTURES "/memcg_proc",
-				       .mountinfo = "/proc/self/mountinfo",
-				       .pass = 1,
-				       .sample_time = 50};
+	in = (struct memcg_gate_input){
+	    .st = st, .nst = NPROC, .proc_root = HC_FIXTURES "/memcg_proc", .pass = 1, .sample_time = 50};
 	snprintf(r.mount, sizeof(r.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(r.root, sizeof(r.root), "/");
 	assert_int_equal(memcg_gate_set_roots(g, &r), 0);

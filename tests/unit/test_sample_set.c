@@ -323,6 +323,24 @@ static struct proc_state *engine_find_mut(struct engine *e, pid_t pid)
 	return s;
 }
 
+/* An engine whose reads of /proc after engine_init() (what it opened stays
+ * real) go to the fixture root, sampling through the fixture enumerator and
+ * the fake drain on the fake clock. */
+static void engine_at_fixture(struct engine *e, const struct config *cfg, struct hc_paths *paths, struct hc_paths *at,
+			      pid_t self)
+{
+	hc_paths_default(paths);
+	assert_int_equal(engine_init(e, cfg, paths), 0);
+	*at = *paths;
+	at->proc = root;
+	e->paths = at;
+	e->sampler.enumerate = fixture_enumerate;
+	e->sampler.doorbell_drain = fake_drain;
+	e->now = fake_clock;
+	e->self = self;
+	e->sampler.mapped.known = false; /* this machine's meminfo must not ask for listings */
+}
+
 static void test_sample_pass(void **unused)
 {
 	struct pass_options o = {0};
@@ -339,16 +357,7 @@ static void test_sample_pass(void **unused)
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
 	cfg.full_rescan_s = 6 * L; /* the rolling slice: one process per L */
-	hc_paths_default(&paths);
-	assert_int_equal(engine_init(&e, &cfg, &paths), 0);
-	at = paths; /* the engine's later reads of /proc: the fixture */
-	at.proc = root;
-	e.paths = &at;
-	e.sampler.enumerate = fixture_enumerate;
-	e.sampler.doorbell_drain = fake_drain;
-	e.now = fake_clock;
-	e.self = 600;
-	e.sampler.mapped.known = false; /* this machine's meminfo must not ask for listings */
+	engine_at_fixture(&e, &cfg, &paths, &at, 600);
 	fake_time = 100;
 
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0); /* the first: full */
@@ -493,16 +502,7 @@ static void test_zombie_pid_reused(void **unused)
 	write_stat(100, 1, 64 << 20);
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
-	hc_paths_default(&paths);
-	assert_int_equal(engine_init(&e, &cfg, &paths), 0);
-	at = paths; /* the engine's later reads of /proc: the fixture */
-	at.proc = root;
-	e.paths = &at;
-	e.sampler.enumerate = fixture_enumerate;
-	e.sampler.doorbell_drain = fake_drain;
-	e.now = fake_clock;
-	e.self = 1;
-	e.sampler.mapped.known = false;
+	engine_at_fixture(&e, &cfg, &paths, &at, 1);
 	ndrain = 0;
 	drain_lost = false;
 	fake_time = 100;

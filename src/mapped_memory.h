@@ -44,8 +44,11 @@ struct mapped_watch {
 				       * the caller clears it */
 	int (*read_kb)(uint64_t *kb); /* injectable; NULL: read_mapped_memory_kb */
 	const char *proc_root;        /* … of proc_root (paths->proc) */
+	int fd;                       /* proc_root/meminfo, kept open once read */
+	bool fd_open;
 };
 
 void mapped_watch_note(struct mapped_watch *w, double now);
 void mapped_watch_faulted(struct mapped_watch *w, uint64_t kb);
 bool mapped_watch_moved(struct mapped_watch *w, double now);
+void mapped_watch_close(struct mapped_watch *w);

@@ -108,3 +108,30 @@ ssize_t read_file_alloc(const char *path, size_t max, char **buf)
 	*buf = b;
 	return (ssize_t)len;
 }
+
+ssize_t pread_small_file(int fd, char *buf, size_t bufsize)
+{
+	size_t len = 0;
+
+	if (bufsize == 0)
+		return -EINVAL;
+	for (;;) {
+		char extra;
+		/* Once full, read one byte more to tell "exactly fits" from "cut". */
+		char *dst = len < bufsize - 1 ? buf + len : &extra;
+		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
+		ssize_t r = pread(fd, dst, room, (off_t)len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		if (dst == &extra)
+			return -EFBIG;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	return (ssize_t)len;
+}

@@ -14,6 +14,9 @@ int parse_dec_u64(const char *s, size_t len, uint64_t *v);
 /* Reads a whole small file at dirfd/name into buf (NUL-terminated). Returns
  * the length or -errno; -EFBIG when the file does not fit in bufsize - 1. */
 ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize);
+/* The same from an open fd, from offset 0 (pread): a kept fd of a procfs or
+ * sysfs file reads the current values without the open's path walk. */
+ssize_t pread_small_file(int fd, char *buf, size_t bufsize);
 /* Reads the whole file at path into *buf (malloc'ed, NUL-terminated, the
  * caller frees it), growing as it goes: mountinfo on a dense node holds
  * tens of thousands of mounts. Returns the length, -EFBIG past max bytes

@@ -77,6 +77,7 @@ void sampler_free(struct sampler *sm)
 	free(sm->want);
 	free(sm->newcomers);
 	fault_doorbell_close(&sm->doorbell);
+	mapped_watch_close(&sm->mapped);
 	if (sm->proc_fd > 0)
 		close(sm->proc_fd);
 	memset(sm, 0, sizeof(*sm));

@@ -171,6 +171,7 @@ static void test_watch_faults_explain_growth(void **state)
 	mapped_watch_faulted(&w, 5); /* saturates */
 	write_meminfo(dir, 900000);
 	assert_false(mapped_watch_moved(&w, 12.0));
+	mapped_watch_close(&w);
 	snprintf(path, sizeof(path), "%s/meminfo", dir);
 	unlink(path);
 	rmdir(dir);

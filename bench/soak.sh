@@ -37,7 +37,7 @@ CONF_DIR=$HC_TMP/conf
 METRICS=$HC_TMP/metrics.prom
 mkdir -p "$CONF_DIR/cgroup.d"
 chmod 0755 "$CONF_DIR" "$CONF_DIR/cgroup.d"
-printf '[daemon]\nscan_interval_ms = 0\nmetrics_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
+printf '[daemon]\nscan_interval_ms = 0\nmetrics_file = %s\nmetrics_interval_s = 1\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
 	"$METRICS" "$CONF_DIR/cgroup.d" >"$CONF_DIR/hugecollapsed.conf"
 printf '[cgroup]\npath = %s\nenable = yes\n' "${CG_PATH[soak]}" >"$CONF_DIR/cgroup.d/soak.conf"
 chmod 0644 "$CONF_DIR/hugecollapsed.conf" "$CONF_DIR/cgroup.d/soak.conf"

@@ -73,6 +73,7 @@ struct key_def {
 static const struct key_def keys[] = {
     DAEMON_KEY(scan_interval_ms, K_UINT, 0, 3600000),
     DAEMON_KEY(metrics_file, K_STRING, 0, 0),
+    DAEMON_KEY(metrics_interval_s, K_UINT, 1, 3600),
     DAEMON_KEY(cgroup_dir, K_STRING, 0, 0),
     DAEMON_KEY(khugepaged, K_KHUGEPAGED, 0, 0),
     DAEMON_KEY(mode, K_MODE, 0, 0),
@@ -703,6 +704,7 @@ static int defaults_into(struct config *c)
 
 	memset(c, 0, sizeof(*c));
 	c->scan_interval_ms = 1000;
+	c->metrics_interval_s = 10;
 	c->khugepaged = KHUGEPAGED_KEEP;
 	c->full_rescan_s = 300;
 	c->alloc_backoff_ms = 60000;

@@ -70,6 +70,7 @@ struct config {
 	/* [daemon] */
 	unsigned scan_interval_ms;       /* 1000, 0..3600000; 0 = back to back */
 	char *metrics_file;              /* see config_default_metrics_file(); "" = none */
+	unsigned metrics_interval_s;     /* 10, 1..3600: rewritten at least this often (metrics_schedule.h) */
 	char *cgroup_dir;                /* default: cgroup.d/ beside the main file */
 	enum khugepaged_mode khugepaged; /* keep */
 	enum run_mode mode;              /* collapse */

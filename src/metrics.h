@@ -47,7 +47,7 @@ void metrics_memory_free(struct metrics_memory *m);
 void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m);
 
 /* Writes path atomically (temporary file PATH.tmp.PID in the same
- * directory, fsync, rename), mode 0644. The temporary file is created
+ * directory, then rename; no fsync), mode 0644. The temporary file is created
  * O_EXCL|O_NOFOLLOW|O_NONBLOCK: whatever is found at its name (a FIFO, a
  * symlink, a stale file) is unlinked, never opened, and the open tried
  * once more. Returns 0 or -errno; "" means no metrics file. */

@@ -24,6 +24,7 @@
 #include "khugepaged.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_schedule.h"
 #include "privilege.h"
 #include "producer.h"
 #include "thp_policy.h"
@@ -45,11 +46,11 @@ struct service {
 	unsigned bell_opens; /* the doorbell's opens when bell was built */
 	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
 	bool back_to_back;
-	bool metrics_failed;               /* logged once until it works again */
-	struct metrics_memory metrics_mem; /* stable series from one write to the next */
-	struct cgroup2_root cgroup2;       /* to forget the metrics of removed cgroups */
-	double max_pass_s;                 /* bound on one dispatch: a quarter of the watchdog */
-	double last_report;                /* monotonic seconds of the last metrics/STATUS */
+	bool metrics_failed;                 /* logged once until it works again */
+	struct metrics_memory metrics_mem;   /* stable series from one write to the next */
+	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
+	double max_pass_s;                   /* bound on one dispatch: a quarter of the watchdog */
+	struct metrics_schedule report_when; /* when the metrics file and STATUS= are rewritten */
 	struct metrics_reload reload;
 	char reload_err[1024]; /* why the last reload failed, for STATUS= */
 	uint64_t logged_would; /* observe mode: what the last pass line said (log_pass) */
@@ -100,6 +101,23 @@ static void write_metrics(struct service *s)
 	else if (r == 0 && s->metrics_failed)
 		log_info("metrics file %s written again", s->cfg.metrics_file);
 	s->metrics_failed = r < 0;
+}
+
+/* The metrics file and STATUS=, when metrics_schedule.h says: at once
+ * after a change a reader acts on, else every metrics_interval_s. */
+static void report(struct service *s, double now)
+{
+	struct engine_stats st;
+	uint64_t digest;
+
+	engine_stats_get(&s->engine, &st);
+	digest = metrics_digest(&st, s->khp.mode, &s->reload);
+	s->report_when.interval = s->cfg.metrics_interval_s;
+	if (!metrics_due(&s->report_when, digest, now))
+		return;
+	write_metrics(s);
+	notify_status(s);
+	metrics_written(&s->report_when, digest, now);
 }
 
 static uint64_t interval_usec(const struct service *s)
@@ -165,23 +183,13 @@ static bool run_pass(struct service *s)
 				 .interrupted = stop_requested,
 				 .dry_run = s->cfg.mode == RUN_OBSERVE};
 	struct pass_stats ps;
-	double now;
 	int r;
 
 	r = engine_pass(&s->engine, &o, &ps);
 	if (r < 0)
 		log_err("pass %llu failed: %s", (unsigned long long)engine_passes(&s->engine), strerror(-r));
 	log_pass(s, &ps);
-	/* Every pass is reported, except passes less than a second apart that
-	 * collapsed nothing, at intervals under 100 ms: back to back the
-	 * doorbell may wake tens of passes a second on a busy machine, and
-	 * writing the file (with fsync) costs more than the passes. */
-	now = monotonic_seconds();
-	if (ps.collapsed_bytes || s->cfg.scan_interval_ms >= 100 || now - s->last_report >= 1.0) {
-		write_metrics(s);
-		notify_status(s);
-		s->last_report = now;
-	}
+	report(s, monotonic_seconds());
 	return ps.idle;
 }
 

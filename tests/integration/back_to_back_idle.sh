@@ -35,7 +35,7 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
 hc_write_config "$CONF" "scan_interval_ms = 0
 khugepaged = keep" ""
-sed -i "s|^metrics_file =.*|metrics_file = $METRICS|" "$CONF"
+sed -i "s|^metrics_file =.*|metrics_file = $METRICS\nmetrics_interval_s = 1|" "$CONF"
 # metric NAME: its value in the metrics file (0 before the first write).
 metric()
 {

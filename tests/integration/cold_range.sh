@@ -33,7 +33,7 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
 mkdir -p "$HC_TMP/conf/cgroup.d"
 chmod 0755 "$HC_TMP/conf" "$HC_TMP/conf/cgroup.d"
-printf '[daemon]\nscan_interval_ms = 500\nmetrics_file = %s\nstate_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
+printf '[daemon]\nscan_interval_ms = 500\nmetrics_file = %s\nmetrics_interval_s = 1\nstate_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
 	"$METRICS" "$HC_TMP/conf/run/khugepaged.state" "$HC_TMP/conf/cgroup.d" >"$CONF"
 chmod 0644 "$CONF"
 hc_write_rule "$CONF" pc ""

@@ -55,7 +55,7 @@ RUN=$HC_TMP/run
 PROM=$RUN/hugecollapsed.prom
 CONF=$ETC/hugecollapsed.conf
 mkdir -m 0755 "$ETC" "$ETC/cgroup.d" "$RUN"
-printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\ncoverage_top_cgroups = 3\n[collapse]\nenable = no\n' \
+printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\ncoverage_top_cgroups = 3\n[collapse]\nenable = no\n' \
 	"$PROM" >"$CONF"
 printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\nscope = madvise\ncoverage_target_pct = 90\n' "$CG" \
 	>"$ETC/cgroup.d/test.conf"

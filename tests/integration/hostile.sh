@@ -108,7 +108,7 @@ METRICS=$METRICS_DIR/metrics.prom
 CONF=$H/daemon.conf
 write_daemon_conf() # METRICS_FILE
 {
-	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
+	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\nmetrics_interval_s = 1\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
 		"$1" "$H/cgroup.d" >"$CONF.new"
 	chmod 0644 "$CONF.new"
 	mv -f "$CONF.new" "$CONF"
@@ -192,7 +192,8 @@ for kind in fifo link; do
 	errors=$(log_count 'cannot write metrics file')
 	if plant "$kind"; then hc_ok "planted a $kind at $TEMP"; else hc_not_ok "cannot plant a $kind at $TEMP"; fi
 	before=$(passes_in "$METRICS")
-	hc_wait_passes 5 "$(hc_scaled 10)"
+	# 15 passes at 100 ms: past metrics_interval_s (1 s), so a write is due.
+	hc_wait_passes 15 "$(hc_scaled 10)"
 	after=$(passes_in "$METRICS")
 	if alive && ((after > before)); then
 		hc_ok "$kind at the temporary name: the file is still written ($before -> $after passes)"
@@ -223,7 +224,7 @@ for name in nul.conf latin1.conf dup_10000.conf long_line.conf world_writable.co
 	else
 		hc_not_ok "SIGHUP with $name: no 'reload failed' line; log tail: $(tail -n 2 "$HC_DAEMON_LOG")"
 	fi
-	hc_wait_passes 3 10
+	hc_wait_passes 15 10
 	after=$(passes_in "$METRICS")
 	if alive && ((after > before)); then
 		hc_ok "after SIGHUP with $name: still running, old metrics file still written ($before -> $after passes)"

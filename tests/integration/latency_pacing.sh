@@ -46,7 +46,7 @@ PROM=$HC_TMP/metrics.prom
 mkdir -m 0755 "$ETC" "$ETC/cgroup.d"
 # The budget (the global one is the main file's) is no limit here: all 16
 # blocks go in one pass.
-printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\n[collapse]\nenable = no\nbudget_mb_per_s = 100000\n' \
+printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\n[collapse]\nenable = no\nbudget_mb_per_s = 100000\n' \
 	"$PROM" >"$CONF"
 printf '[cgroup]\npath = /%s\nenable = yes\nbudget_mb_per_s = 100000\nblocks_per_call = 4\npause_ms = 100\n' \
 	"$CG" >"$ETC/cgroup.d/test.conf"

@@ -44,7 +44,7 @@ documented() # DESC TEXT WORD…
 # Keys: every "/* key = default" comment in config.h names one.
 mapfile -t keys < <(grep -oE '/\* [a-z_]+ = ' "$HC_SRC/src/config.h" | awk '{print $2}' | sort -u)
 # The limits live in scan_result.h, and [daemon] keys are commented by default only.
-keys+=(scan_interval_ms metrics_file state_file cgroup_dir khugepaged full_rescan_s alloc_backoff_ms coverage_top_cgroups path
+keys+=(scan_interval_ms metrics_file metrics_interval_s state_file cgroup_dir khugepaged full_rescan_s alloc_backoff_ms coverage_top_cgroups path
 	pressure_some_pct pressure_full_pct pressure_free_margin_mb cold_watch
 	max_ptes_none max_ptes_swap max_ptes_shared min_referenced_pct)
 documented "hugecollapsed.conf(5) documents every key" "$R5" "${keys[@]}"

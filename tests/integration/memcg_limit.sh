@@ -188,7 +188,7 @@ fi
 DCONF=$HC_TMP/etc/hugecollapsed.conf
 PROM=$HC_TMP/metrics.prom
 mkdir -m 0755 "$HC_TMP/etc" "$HC_TMP/etc/cgroup.d"
-printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nkhugepaged = keep\n[collapse]\nenable = no\n' "$PROM" >"$DCONF"
+printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\nkhugepaged = keep\n[collapse]\nenable = no\n' "$PROM" >"$DCONF"
 printf '[cgroup]\npath = /%s\nenable = yes\nmin_referenced_pct = 0\nmemcg_headroom_mb = 0\n' "$V2CG" \
 	>"$HC_TMP/etc/cgroup.d/test.conf"
 chmod 0644 "$DCONF" "$HC_TMP/etc/cgroup.d/test.conf"

@@ -66,7 +66,7 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
 mkdir -p "$HC_TMP/conf/cgroup.d"
 chmod 0755 "$HC_TMP/conf" "$HC_TMP/conf/cgroup.d"
-printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nstate_file = %s\ncgroup_dir = %s\npressure_some_pct = %d\npressure_full_pct = 0\n[collapse]\nenable = no\n' \
+printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\nstate_file = %s\ncgroup_dir = %s\npressure_some_pct = %d\npressure_full_pct = 0\n[collapse]\nenable = no\n' \
 	"$METRICS" "$HC_TMP/conf/khugepaged.state" "$HC_TMP/conf/cgroup.d" "$SOME_PCT" >"$CONF"
 printf '[cgroup]\npath = %s\nenable = yes\nbudget_mb_per_s = 1024\n' "${CG_PATH[hot]}" >"$HC_TMP/conf/cgroup.d/hot.conf"
 chmod 0644 "$CONF" "$HC_TMP/conf/cgroup.d/hot.conf"

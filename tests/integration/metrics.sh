@@ -74,7 +74,7 @@ mkdir -m 0755 "$ETC" "$ETC/cgroup.d" "$RUN"
 
 write_config() # METRICS_FILE
 {
-	printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\n[collapse]\nenable = no\n' "$1" >"$CONF"
+	printf '[daemon]\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\n[collapse]\nenable = no\n' "$1" >"$CONF"
 	chmod 0644 "$CONF"
 }
 printf '[cgroup]\npath = /%s\nenable = yes\n' "$CG" >"$ETC/cgroup.d/test.conf"

@@ -55,7 +55,7 @@ PROM=$RUN/metrics.prom
 mkdir -m 0755 "$ETC" "$RUN"
 # khugepaged = off would write enabled=never in mode = collapse: observe
 # must not apply it.
-printf '[daemon]\nmode = observe\nkhugepaged = off\nscan_interval_ms = 200\nmetrics_file = %s\nstate_file = %s\n[collapse]\nmax_ptes_none = 255\nmin_referenced_pct = 50\n' \
+printf '[daemon]\nmode = observe\nkhugepaged = off\nscan_interval_ms = 200\nmetrics_file = %s\nmetrics_interval_s = 1\nstate_file = %s\n[collapse]\nmax_ptes_none = 255\nmin_referenced_pct = 50\n' \
 	"$PROM" "$RUN/khugepaged.state" >"$CONF"
 chmod 0644 "$CONF"
 

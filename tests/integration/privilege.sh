@@ -35,6 +35,7 @@ cat >"$CONF" <<EOF
 [daemon]
 scan_interval_ms = 100
 metrics_file = $HC_TMP/metrics.prom
+metrics_interval_s = 1
 state_file = $HC_TMP/khugepaged.state
 khugepaged = idle
 [collapse]

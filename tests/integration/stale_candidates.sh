@@ -32,7 +32,7 @@ mkdir -p "$HC_TMP/conf/cgroup.d"
 chmod 0755 "$HC_TMP/conf" "$HC_TMP/conf/cgroup.d"
 # The global budget leaves room for both; each rule caps its workload at one
 # block per pass. max_wait_s is an hour so aging cannot reorder anything.
-printf '[daemon]\nscan_interval_ms = 500\nmetrics_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\nbudget_mb_per_s = 16\nmax_wait_s = 3600\n' \
+printf '[daemon]\nscan_interval_ms = 500\nmetrics_file = %s\nmetrics_interval_s = 1\ncgroup_dir = %s\n[collapse]\nenable = no\nbudget_mb_per_s = 16\nmax_wait_s = 3600\n' \
 	"$METRICS" "$HC_TMP/conf/cgroup.d" >"$CONF"
 chmod 0644 "$CONF"
 hc_write_rule "$CONF" cold "budget_mb_per_s = 4"

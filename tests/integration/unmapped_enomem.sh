@@ -45,7 +45,7 @@ CONF_DIR=$HC_TMP/conf
 mkdir -p "$CONF_DIR/cgroup.d"
 chmod 0755 "$CONF_DIR" "$CONF_DIR/cgroup.d"
 METRICS=$HC_TMP/metrics.prom
-printf '[daemon]\nscan_interval_ms = 50\nalloc_backoff_ms = 60000\nmetrics_file = %s\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
+printf '[daemon]\nscan_interval_ms = 50\nalloc_backoff_ms = 60000\nmetrics_file = %s\nmetrics_interval_s = 1\ncgroup_dir = %s\n[collapse]\nenable = no\n' \
 	"$METRICS" "$CONF_DIR/cgroup.d" >"$CONF_DIR/hugecollapsed.conf"
 printf '[cgroup]\npath = %s\nenable = yes\nbudget_mb_per_s = 1024\n' "${CG_PATH[unmap]}" \
 	>"$CONF_DIR/cgroup.d/unmap.conf"

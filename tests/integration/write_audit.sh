@@ -67,7 +67,7 @@ write_conf()
 	local dir=$HC_TMP/$1
 	mkdir -p "$dir/cgroup.d"
 	chmod 0755 "$dir" "$dir/cgroup.d"
-	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\nstate_file = %s\ncgroup_dir = %s\n%s\n' \
+	printf '[daemon]\nscan_interval_ms = 100\nmetrics_file = %s\nmetrics_interval_s = 1\nstate_file = %s\ncgroup_dir = %s\n%s\n' \
 		"$METRICS" "$STATE" "$dir/cgroup.d" "$2" >"$dir/hugecollapsed.conf"
 	printf '[collapse]\nenable = no\n' >>"$dir/hugecollapsed.conf"
 	printf '[cgroup]\npath = %s\nenable = yes\nmin_referenced_pct = 0\n%s\n' "${CG_PATH[audit]}" "$3" \

@@ -138,6 +138,7 @@ static void assert_default_policy(const struct policy *p)
 static void assert_default_daemon(const struct config *c)
 {
 	assert_int_equal(c->scan_interval_ms, 1000);
+	assert_int_equal(c->metrics_interval_s, 10);
 	assert_string_equal(c->metrics_file, "/run/hugecollapsed/metrics.prom");
 	assert_string_equal(c->state_file, "/run/hugecollapsed/khugepaged.state");
 	assert_int_equal(c->khugepaged, KHUGEPAGED_KEEP);
@@ -226,6 +227,7 @@ static void test_every_key_parsed(void **state)
 	assert_int_equal(c.khugepaged, KHUGEPAGED_IDLE);
 	assert_string_equal(c.state_file, "/var/tmp/hc.state");
 	assert_int_equal(c.full_rescan_s, 86400);
+	assert_int_equal(c.metrics_interval_s, 3600);
 	assert_int_equal(c.alloc_backoff_ms, 3600000);
 	assert_int_equal(c.coverage_top_cgroups, 1000);
 	assert_int_equal(c.pressure_some_pct, 0);

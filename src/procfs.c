@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,39 +26,48 @@ int parse_dec_u64(const char *s, size_t len, uint64_t *v)
 }
 
 /* Truncation is an error (-EFBIG): a cut /proc file would parse wrongly. */
-ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
+/* The loop of both readers below: read() from where the fd is, or pread()
+ * from offset 0 (a kept fd). */
+static ssize_t read_whole(int fd, bool positional, char *buf, size_t bufsize)
 {
+	size_t len = 0;
+
 	if (bufsize == 0)
 		return -EINVAL;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-
-	size_t len = 0;
 	for (;;) {
 		char extra;
 		/* Once full, read one byte more to tell "exactly fits" from "cut". */
 		char *dst = len < bufsize - 1 ? buf + len : &extra;
 		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
-		ssize_t r = read(fd, dst, room);
+		ssize_t r = positional ? pread(fd, dst, room, (off_t)len) : read(fd, dst, room);
+
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {
-			int err = errno;
-			close(fd);
-			return -err;
-		}
+		if (r < 0)
+			return -errno;
 		if (r == 0)
 			break;
-		if (dst == &extra) {
-			close(fd);
+		if (dst == &extra)
 			return -EFBIG;
-		}
 		len += (size_t)r;
 	}
-	close(fd);
 	buf[len] = '\0';
 	return (ssize_t)len;
+}
+
+ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
+{
+	ssize_t n;
+	int fd;
+
+	if (bufsize == 0)
+		return -EINVAL;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read_whole(fd, false, buf, bufsize);
+	close(fd);
+	return n;
 }
 
 ssize_t read_file_alloc(const char *path, size_t max, char **buf)
@@ -111,27 +121,5 @@ ssize_t read_file_alloc(const char *path, size_t max, char **buf)
 
 ssize_t pread_small_file(int fd, char *buf, size_t bufsize)
 {
-	size_t len = 0;
-
-	if (bufsize == 0)
-		return -EINVAL;
-	for (;;) {
-		char extra;
-		/* Once full, read one byte more to tell "exactly fits" from "cut". */
-		char *dst = len < bufsize - 1 ? buf + len : &extra;
-		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
-		ssize_t r = pread(fd, dst, room, (off_t)len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		if (dst == &extra)
-			return -EFBIG;
-		len += (size_t)r;
-	}
-	buf[len] = '\0';
-	return (ssize_t)len;
+	return read_whole(fd, true, buf, bufsize);
 }

@@ -46,11 +46,11 @@ uint64_t metrics_digest(const struct engine_stats *e, enum khugepaged_mode mode,
 	return h;
 }
 
-bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now)
+bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now, double interval)
 {
 	double since = now - s->last;
 
-	if (!s->written || since >= s->interval)
+	if (!s->written || since >= interval)
 		return true;
 	return digest != s->digest && since >= METRICS_MIN_GAP_S;
 }

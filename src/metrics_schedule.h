@@ -24,15 +24,15 @@ struct metrics_schedule {
 	bool written;    /* at least once */
 	uint64_t digest; /* metrics_digest() at the last write */
 	double last;     /* monotonic seconds of the last write */
-	double interval; /* metrics_interval_s */
 };
 
 /* A hash of what a reader acts on: every counter and gauge except those
  * each pass moves by itself. Pure. */
 uint64_t metrics_digest(const struct engine_stats *e, enum khugepaged_mode mode, const struct metrics_reload *r);
 
-/* Whether a write is due now with this digest. Pure. */
-bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now);
+/* Whether a write is due now with this digest, interval seconds
+ * (metrics_interval_s) bounding the staleness. Pure. */
+bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now, double interval);
 
 /* After a write (successful or not: a failing one is retried at the next
  * due time, not every pass). */

@@ -112,8 +112,7 @@ static void report(struct service *s, double now)
 
 	engine_stats_get(&s->engine, &st);
 	digest = metrics_digest(&st, s->khp.mode, &s->reload);
-	s->report_when.interval = s->cfg.metrics_interval_s;
-	if (!metrics_due(&s->report_when, digest, now))
+	if (!metrics_due(&s->report_when, digest, now, s->cfg.metrics_interval_s))
 		return;
 	write_metrics(s);
 	notify_status(s);

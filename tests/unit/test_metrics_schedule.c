@@ -84,23 +84,22 @@ static void test_material_changes_count(void **state)
 
 static void test_due(void **state)
 {
-	struct metrics_schedule s = {.interval = 10};
+	struct metrics_schedule s = {0};
 
 	(void)state;
-	assert_true(metrics_due(&s, 1, 100.0)); /* never written */
+	assert_true(metrics_due(&s, 1, 100.0, 10)); /* never written */
 	metrics_written(&s, 1, 100.0);
 	/* Nothing changed: only at the interval. */
-	assert_false(metrics_due(&s, 1, 100.5));
-	assert_false(metrics_due(&s, 1, 109.9));
-	assert_true(metrics_due(&s, 1, 110.0));
+	assert_false(metrics_due(&s, 1, 100.5, 10));
+	assert_false(metrics_due(&s, 1, 109.9, 10));
+	assert_true(metrics_due(&s, 1, 110.0, 10));
 	/* A change: after the minimum gap, not before. */
-	assert_false(metrics_due(&s, 2, 100.0 + METRICS_MIN_GAP_S / 2));
-	assert_true(metrics_due(&s, 2, 100.0 + METRICS_MIN_GAP_S));
+	assert_false(metrics_due(&s, 2, 100.0 + METRICS_MIN_GAP_S / 2, 10));
+	assert_true(metrics_due(&s, 2, 100.0 + METRICS_MIN_GAP_S, 10));
 	metrics_written(&s, 2, 101.0);
-	assert_false(metrics_due(&s, 2, 102.0));
+	assert_false(metrics_due(&s, 2, 102.0, 10));
 	/* An interval shorter than the gap still bounds staleness. */
-	s.interval = 0.5;
-	assert_true(metrics_due(&s, 2, 101.5));
+	assert_true(metrics_due(&s, 2, 101.5, 0.5));
 }
 
 int main(void)

@@ -132,20 +132,13 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	e->admin_max_ptes_none = UINT_MAX;
 	e->policy_gen = 1; /* 0: a process never scanned */
 	e->sampler.mapped.proc_root = paths->proc;
-	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
-	r = tmpfs_mounts_open(&e->tmpfs, paths->proc);
-	if (r < 0)
-		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
-			 paths->proc, strerror(-r));
 	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
-	vma_list_init(&e->vmas);
 	budget_init(&e->budget);
 	r = budget_configure(&e->budget, NULL, cfg);
 	if (r < 0) {
 		vmstat_reader_close(&e->vmstat);
-		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	e->procs = procs_open();
@@ -153,17 +146,15 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 		r = -errno;
 		budget_free(&e->budget);
 		vmstat_reader_close(&e->vmstat);
-		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	sampler_init(&e->sampler, e->procs);
-	r = range_scanner_init(&e->scanner, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
+	r = scanner_init(&e->scanner, paths);
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
 		budget_free(&e->budget);
 		vmstat_reader_close(&e->vmstat);
-		tmpfs_mounts_close(&e->tmpfs);
 		return r;
 	}
 	sampler_open_doorbell(&e->sampler, e->now());
@@ -256,16 +247,12 @@ void engine_free(struct engine *e)
 	dispatcher_free(&e->dispatch);
 	free(e->cands);
 	budget_free(&e->budget);
-	free(e->smaps_buf);
-	free(e->old_blocks);
-	vma_list_free(&e->vmas);
 	sampler_free(&e->sampler);
-	range_scanner_free(&e->scanner);
+	scanner_free(&e->scanner);
 	prctl_iter_close(e->prctl_iter);
 	cold_watch_close(&e->cold);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
-	tmpfs_mounts_close(&e->tmpfs);
 	memcg_gate_free(e->memcg);
 	if (e->procs)
 		procs_close(e->procs);
@@ -453,10 +440,10 @@ static struct dispatch_env dispatch_env(struct engine *e)
 				     .cfg = e->cfg,
 				     .proc_root = e->paths->proc,
 				     .now = e->now,
-				     .scanner = &e->scanner,
-				     .smaps_buf = &e->smaps_buf,
-				     .smaps_cap = &e->smaps_cap,
-				     .vmas = &e->vmas,
+				     .scanner = &e->scanner.range,
+				     .smaps_buf = &e->scanner.smaps_buf,
+				     .smaps_cap = &e->scanner.smaps_cap,
+				     .vmas = &e->scanner.vmas,
 				     .budget = &e->budget,
 				     .ctx = e,
 				     .refresh_policy = refresh_policy,
@@ -560,9 +547,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		return r;
 	cold_ranges_follow(e);
 	now = e->sampler.sample_time;
-	e->scanner.stats = (struct range_scan_stats){0};
 	/* The lazy-free probe changes memory: never in a dry run. */
-	range_scanner_set_probe(&e->scanner, o->dry_run ? NULL : e->dispatch.madvise_fn);
+	scanner_begin_pass(&e->scanner, o->dry_run ? NULL : e->dispatch.madvise_fn);
 	/* A pass that runs out of time stops scanning where it is and the next
 	 * one starts there, so no process waits behind the others for ever. */
 	size_t first = 0;
@@ -594,7 +580,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		if (e->st[i].cgroup_unknown)
 			ps->procs_cgroup_unknown++;
 	}
-	ps->pagemap_ops = e->scanner.stats.scan_ioctls + e->scanner.stats.pagemap_preads;
+	ps->pagemap_ops = scanner_pagemap_ops(&e->scanner);
 	r = build_candidates(e, o, ps, now);
 	if (r == 0 && o->dry_run)
 		count_would_collapse(e, ps);

@@ -56,10 +56,10 @@
 #include "proc_table.h"
 #include "procs.h"
 #include "range_scan.h"
+#include "rescan.h"
 #include "sampler.h"
 #include "smaps_scan.h"
 #include "thp_policy.h"
-#include "tmpfs_mounts.h"
 #include "vmstat.h"
 
 struct memcg_gate;
@@ -69,17 +69,12 @@ struct engine {
 	struct procs *procs;
 	const struct hc_paths *paths; /* every fixed path (paths.h); injectable */
 	pid_t self;                   /* never collapsed: getpid() */
-	struct range_scanner scanner;
-	struct sampler sampler; /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
-	struct budget budget;   /* token buckets: global and per policy */
+	struct scanner scanner;       /* rescan.h: the page-table reader, smaps and block scratch */
+	struct sampler sampler;       /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
+	struct budget budget;         /* token buckets: global and per policy */
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;
-	char *smaps_buf;
-	size_t smaps_cap;
-	struct block_memo *old_blocks; /* scratch: a process's previous candidates */
-	size_t nold_blocks, capold_blocks;
-	struct vma_list vmas;
 	struct candidate *cands; /* the last pass's order */
 	size_t ncands, capcands;
 	struct dispatcher dispatch; /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
@@ -102,7 +97,6 @@ struct engine {
 	double thp_read_at;
 	const struct khugepaged_saved *khp;
 	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
-	struct tmpfs_mounts tmpfs;    /* which file VMAs are tmpfs (tmpfs_mounts.h) */
 	unsigned admin_max_ptes_none; /* khugepaged/max_ptes_none, read with thp; UINT_MAX: none */
 	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the
 	 * exact prctl mode and prctl_infer is not used. false: infer. */

@@ -88,7 +88,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 		x->err = -ENOMEM;
 		return;
 	}
-	old = memo_find(x->e->old_blocks, x->e->nold_blocks, addr);
+	old = memo_find(x->e->scanner.old_blocks, x->e->scanner.nold_blocks, addr);
 	m = &s->blocks[s->nblocks++];
 	m->addr = addr;
 	m->present = c->present;
@@ -115,8 +115,8 @@ static void settle_cold(struct engine *e, const struct proc_state *s)
 
 	if (!cold_ranges_has(&e->cold.ranges, s->pid))
 		return;
-	for (size_t i = 0; i < e->vmas.n; i++) {
-		const struct vma *v = &e->vmas.v[i];
+	for (size_t i = 0; i < e->scanner.vmas.n; i++) {
+		const struct vma *v = &e->scanner.vmas.v[i];
 
 		if (v->referenced_kb >= v->rss_kb)
 			continue;
@@ -140,9 +140,9 @@ static bool out_of_time(const struct engine *e, const struct pass_options *o)
  * pass gets that far. */
 static void keep_old_from(struct engine *e, struct proc_state *s, uint64_t addr)
 {
-	for (size_t i = 0; i < e->nold_blocks; i++)
-		if (e->old_blocks[i].addr >= addr && GROW(s->blocks, s->capblocks, s->nblocks + 1) == 0)
-			s->blocks[s->nblocks++] = e->old_blocks[i];
+	for (size_t i = 0; i < e->scanner.nold_blocks; i++)
+		if (e->scanner.old_blocks[i].addr >= addr && GROW(s->blocks, s->capblocks, s->nblocks + 1) == 0)
+			s->blocks[s->nblocks++] = e->scanner.old_blocks[i];
 }
 
 /* Candidates of the last scan that this one no longer found: gone cold,
@@ -213,16 +213,16 @@ struct collapse_limits rescan_limits(const struct engine *e, const struct policy
 	return lim;
 }
 
-/* The prctl mode of s, whose VMAs are in e->vmas: inferred (status
+/* The prctl mode of s, whose VMAs are in e->scanner.vmas: inferred (status
  * THP_enabled, THPeligible; thp_policy.h), and read from the kernel
  * (e->prctl_exact) where that leaves it unknown and some VMA's verdict
  * depends on it, so that a process that cannot matter costs nothing. */
 static enum thp_prctl prctl_mode(struct engine *e, const struct proc_state *s)
 {
-	enum thp_prctl m = e->prctl_infer(&e->thp.live, s->thp_enabled, e->vmas.v, e->vmas.n), exact;
+	enum thp_prctl m = e->prctl_infer(&e->thp.live, s->thp_enabled, e->scanner.vmas.v, e->scanner.vmas.n), exact;
 
 	if (m != THP_PRCTL_UNKNOWN || !e->prctl_exact ||
-	    !thp_prctl_matters(&e->thp, s->policy->scope, e->vmas.v, e->vmas.n))
+	    !thp_prctl_matters(&e->thp, s->policy->scope, e->scanner.vmas.v, e->scanner.vmas.n))
 		return m;
 	if (e->prctl_exact(e->prctl_exact_ctx, s->pid, &exact) < 0)
 		return m; /* gone, or the iterator failed: the safe rule */
@@ -252,33 +252,34 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	int r;
 
 	s->scan_cursor = 0; /* set again below if this one stops too */
-	r = read_smaps(dirfd, &e->smaps_buf, &e->smaps_cap, (vma_list_clear(&e->vmas), &e->vmas));
+	r = read_smaps(dirfd, &e->scanner.smaps_buf, &e->scanner.smaps_cap,
+		       (vma_list_clear(&e->scanner.vmas), &e->scanner.vmas));
 	ps->smaps_reads++;
 	if (r < 0 && r != -EINVAL)
 		return r;
 	if (r == -EINVAL)
 		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
-			 (int)s->pid, e->vmas.n);
-	tmpfs_mounts_classify(&e->tmpfs, dirfd, &e->vmas); /* before anything reads a VMA's kind */
-	thp_usage_from_vmas(&e->vmas, &s->usage);          /* coverage.h: for metrics and reports */
-	r = range_scanner_attach(&e->scanner, dirfd, s->pid);
+			 (int)s->pid, e->scanner.vmas.n);
+	tmpfs_mounts_classify(&e->scanner.tmpfs, dirfd, &e->scanner.vmas); /* before anything reads a VMA's kind */
+	thp_usage_from_vmas(&e->scanner.vmas, &s->usage);                  /* coverage.h: for metrics and reports */
+	r = range_scanner_attach(&e->scanner.range, dirfd, s->pid);
 	if (r < 0)
 		return r;
-	e->scanner.stop = time_is_up;
-	e->scanner.stop_ctx = &tc;
+	e->scanner.range.stop = time_is_up;
+	e->scanner.range.stop_ctx = &tc;
 
 	/* Keep the previous candidates aside so ages carry over. */
-	if (GROW(e->old_blocks, e->capold_blocks, s->nblocks) < 0) {
-		range_scanner_detach(&e->scanner);
+	if (GROW(e->scanner.old_blocks, e->scanner.capold_blocks, s->nblocks) < 0) {
+		range_scanner_detach(&e->scanner.range);
 		return -ENOMEM;
 	}
 	if (s->nblocks) /* both may still be NULL: memcpy(NULL, NULL, 0) is undefined */
-		memcpy(e->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
-	e->nold_blocks = s->nblocks;
+		memcpy(e->scanner.old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
+	e->scanner.nold_blocks = s->nblocks;
 	s->nblocks = 0;
 	if (from) { /* the blocks below were found by the last pass */
-		for (size_t i = 0; i < e->nold_blocks && e->old_blocks[i].addr < from; i++)
-			s->blocks[s->nblocks++] = e->old_blocks[i];
+		for (size_t i = 0; i < e->scanner.nold_blocks && e->scanner.old_blocks[i].addr < from; i++)
+			s->blocks[s->nblocks++] = e->scanner.old_blocks[i];
 	} else {
 		memset(s->results, 0, sizeof(s->results));
 		s->policy_refused = false;
@@ -290,8 +291,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	s->thp_prctl = (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled) : prctl_mode(e, s));
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
-	for (size_t i = 0; i < e->vmas.n && r >= 0; i++) {
-		const struct vma *v = &e->vmas.v[i];
+	for (size_t i = 0; i < e->scanner.vmas.n && r >= 0; i++) {
+		const struct vma *v = &e->scanner.vmas.v[i];
 		uint64_t start = v->start > from ? v->start : from;
 		struct vma_blocks b;
 		enum scan_result verdict;
@@ -334,15 +335,15 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		ctx.vma_tag = vma_tag(v);
 		ctx.anon = v->kind == VMA_ANON;
 		ctx.unreferenced = v->rss_kb > v->referenced_kb ? (v->rss_kb - v->referenced_kb) / 4 : 0;
-		r = range_scan_vma_from(&e->scanner, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
+		r = range_scan_vma_from(&e->scanner.range, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
 					&ctx);
 		if (ctx.err)
 			r = ctx.err;
 		else if (r == -ETIMEDOUT || r == -EINPROGRESS)
-			s->scan_cursor = e->scanner.stopped_at, s->cursor_set = now;
+			s->scan_cursor = e->scanner.range.stopped_at, s->cursor_set = now;
 	}
-	range_scanner_detach(&e->scanner);
-	e->scanner.stop = NULL;
+	range_scanner_detach(&e->scanner.range);
+	e->scanner.range.stop = NULL;
 	if (s->scan_cursor) /* stopped: the rest of the old list waits for the next visit */
 		keep_old_from(e, s, s->scan_cursor);
 	else if (r >= 0)
@@ -350,7 +351,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		ps->results[i] += s->results[i] - before[i];
 	if (r >= 0 || r == -ETIMEDOUT || r == -EINPROGRESS)
-		ps->stale_dropped += count_forgotten(e->old_blocks, e->nold_blocks, s->blocks, s->nblocks);
+		ps->stale_dropped +=
+		    count_forgotten(e->scanner.old_blocks, e->scanner.nold_blocks, s->blocks, s->nblocks);
 	return r;
 }
 
@@ -535,7 +537,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	r = scan_process(e, s, dirfd, o, ps, now);
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */
-	smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
+	smaps_trim(&e->scanner.smaps_buf, &e->scanner.smaps_cap, &e->scanner.vmas, SMAPS_KEEP_BYTES);
 	if (r == -ETIMEDOUT || r == -EINPROGRESS) { /* resumed at its next visit: not scanned yet */
 		ret = r == -ETIMEDOUT ? r : 0;
 		goto out;
@@ -583,4 +585,43 @@ remember:
 out:
 	close(dirfd);
 	return ret;
+}
+
+int scanner_init(struct scanner *sc, const struct hc_paths *paths)
+{
+	int r;
+
+	memset(sc, 0, sizeof(*sc));
+	/* Without it, files on tmpfs mounts other than /dev/shm count as files. */
+	r = tmpfs_mounts_open(&sc->tmpfs, paths->proc);
+	if (r < 0)
+		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
+			 paths->proc, strerror(-r));
+	vma_list_init(&sc->vmas);
+	r = range_scanner_init(&sc->range, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
+	if (r < 0) {
+		tmpfs_mounts_close(&sc->tmpfs);
+		return r;
+	}
+	return 0;
+}
+
+void scanner_free(struct scanner *sc)
+{
+	free(sc->smaps_buf);
+	free(sc->old_blocks);
+	vma_list_free(&sc->vmas);
+	range_scanner_free(&sc->range);
+	tmpfs_mounts_close(&sc->tmpfs);
+}
+
+void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe)
+{
+	sc->range.stats = (struct range_scan_stats){0};
+	range_scanner_set_probe(&sc->range, probe);
+}
+
+uint64_t scanner_pagemap_ops(const struct scanner *sc)
+{
+	return sc->range.stats.scan_ioctls + sc->range.stats.pagemap_preads;
 }

@@ -14,9 +14,16 @@
  * denies access simply holds no candidates. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "collapse.h"
+#include "paths.h"
+#include "range_scan.h"
+#include "smaps_scan.h"
+#include "tmpfs_mounts.h"
 
+struct block_memo;
 struct engine;
 struct proc_state;
 struct pass_options;
@@ -27,6 +34,30 @@ struct policy;
  * read again this often (cold_ranges.h): touching them again faults
  * nothing. */
 #define COLD_RECHECK_S 5.0
+
+/* The scanner's state, written here alone (rescan.c): the page-table
+ * reader and the scratch one process's scan reuses. */
+struct scanner {
+	struct range_scanner range; /* pagemap and kpageflags (range_scan.h) */
+	char *smaps_buf;            /* scratch: the process's smaps text */
+	size_t smaps_cap;
+	struct vma_list vmas;          /* scratch: its VMAs */
+	struct block_memo *old_blocks; /* scratch: its previous candidates */
+	size_t nold_blocks, capold_blocks;
+	struct tmpfs_mounts tmpfs; /* which file VMAs are tmpfs (tmpfs_mounts.h) */
+};
+
+/* Opens the range scanner (paths->pagemap_read: the read path) and the
+ * tmpfs mounts (without them files on tmpfs outside /dev/shm count as
+ * files, logged). paths must outlive sc. Returns 0 or -errno. */
+int scanner_init(struct scanner *sc, const struct hc_paths *paths);
+void scanner_free(struct scanner *sc);
+/* Before a pass's scans: its page-table counters start at zero, and the
+ * lazy-free probe is probe (NULL: none, as in a dry run). */
+void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe);
+/* The page-table reads (PAGEMAP_SCAN ioctls and pagemap preads) since
+ * scanner_begin_pass(). */
+uint64_t scanner_pagemap_ops(const struct scanner *sc);
 
 /* Reads s's cgroup through its /proc/PID dirfd and looks its policy up
  * again. If the cgroup cannot be known, s->policy is NULL and

@@ -257,7 +257,7 @@ static uint64_t work_ops;
 
 static double work_clock(void)
 {
-	uint64_t ops = work_engine->scanner.stats.scan_ioctls + work_engine->scanner.stats.pagemap_preads;
+	uint64_t ops = scanner_pagemap_ops(&work_engine->scanner);
 
 	if (ops < work_ops) /* the engine zeroes its stats at each pass */
 		work_ops = 0;

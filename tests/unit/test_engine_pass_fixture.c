@@ -448,11 +448,11 @@ static int setup(void **state)
 	path_of(path, sizeof(path), 0, "kpageflags");
 	f->kpageflags_fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(f->kpageflags_fd >= 0);
-	if (e->scanner.kpageflags_fd >= 0)
-		close(e->scanner.kpageflags_fd);
-	e->scanner.kpageflags_fd = f->kpageflags_fd; /* closed by engine_free */
-	e->scanner.have_pfns = true;
-	e->scanner.use_scan_ioctl = false;
+	if (e->scanner.range.kpageflags_fd >= 0)
+		close(e->scanner.range.kpageflags_fd);
+	e->scanner.range.kpageflags_fd = f->kpageflags_fd; /* closed by engine_free */
+	e->scanner.range.have_pfns = true;
+	e->scanner.range.use_scan_ioctl = false;
 	return 0;
 }
 

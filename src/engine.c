@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,6 @@
 #include "grow.h"
 #include "log.h"
 #include "memcg_gate.h"
-#include "prctl_iter.h"
 #include "rescan.h"
 
 double monotonic_seconds(void)
@@ -91,7 +89,7 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 	const struct sample_input in = {.now = e->now,
 					.hz = e->hz,
 					.full_rescan_s = e->cfg->full_rescan_s,
-					.policy_gen = e->policy_gen,
+					.policy_gen = e->scanner.policy_gen,
 					.self = e->self,
 					.proc_root = e->paths->proc,
 					.every_process = o->npids || o->unlimited};
@@ -127,10 +125,6 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	mem_pressure_init(&e->pressure);
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
-	e->prctl_infer = thp_prctl_infer;
-	e->thp_read_at = -1e9;
-	e->admin_max_ptes_none = UINT_MAX;
-	e->policy_gen = 1; /* 0: a process never scanned */
 	e->sampler.mapped.proc_root = paths->proc;
 	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
@@ -161,37 +155,9 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	return 0;
 }
 
-/* The iterator is loaded at its first question: loading parses the
- * kernel's BTF (about 7 MB of peak RSS), and under the Debian default
- * (enabled=madvise, scope = kernel) no question is ever asked. If the load
- * fails after all, the safe rule takes over for good. */
-static int prctl_exact_lazy(void *ctx, pid_t pid, enum thp_prctl *m)
-{
-	struct engine *e = ctx;
-	int r;
-
-	if (!e->prctl_iter) {
-		r = prctl_iter_open(&e->prctl_iter);
-		if (r < 0) {
-			log_warn("cannot load the BPF prctl iterator (%s): where THPeligible cannot tell, a process "
-				 "counts as PR_THP_DISABLE_EXCEPT_ADVISED (prctl_unknown)",
-				 strerror(-r));
-			e->prctl_exact = NULL;
-			return r;
-		}
-	}
-	return prctl_iter_read_pid(e->prctl_iter, pid, m);
-}
-
 int engine_prctl_open(struct engine *e)
 {
-	int r = e->prctl_iter ? 0 : prctl_iter_usable();
-
-	if (r < 0)
-		return r;
-	e->prctl_exact = prctl_exact_lazy;
-	e->prctl_exact_ctx = e;
-	return 0;
+	return scanner_prctl_open(&e->scanner);
 }
 
 int engine_cold_open(struct engine *e, char *why, size_t whylen)
@@ -249,7 +215,6 @@ void engine_free(struct engine *e)
 	budget_free(&e->budget);
 	sampler_free(&e->sampler);
 	scanner_free(&e->scanner);
-	prctl_iter_close(e->prctl_iter);
 	cold_watch_close(&e->cold);
 	vmstat_reader_close(&e->vmstat);
 	mem_pressure_close(&e->pressure);
@@ -269,7 +234,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
-	e->policy_gen++; /* what was closed under the old rules may not be */
+	scanner_policy_changed(&e->scanner); /* what was closed under the old rules may not be */
 	open_vmstat(e, cfg);
 	for (size_t i = 0; i < e->nst; i++)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
@@ -336,7 +301,7 @@ uint64_t engine_passes(const struct engine *e)
 
 bool engine_prctl_exact(const struct engine *e)
 {
-	return e->prctl_exact != NULL;
+	return e->scanner.prctl_exact != NULL;
 }
 
 void engine_prune_cgroups(struct engine *e, const struct cgroup2_root *r)

@@ -78,7 +78,6 @@ struct engine {
 	struct candidate *cands; /* the last pass's order */
 	size_t ncands, capcands;
 	struct dispatcher dispatch; /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
-	unsigned policy_gen;        /* counts changes of thp (below) and of the config (engine_set_config) */
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
 	double last_full_pass;      /* monotonic seconds */
 	size_t pending;             /* candidate blocks remembered after the last pass */
@@ -89,26 +88,13 @@ struct engine {
 	struct pass_stats total;    /* since start */
 	struct pass_stats last;     /* the last pass */
 	uint64_t passes;
-	/* The THP policy (live and original), read from paths->thp at most once a
-	 * second while processes are scanned or their faults weighed
-	 * (rescan.c); khp: what the daemon changed (NULL: nothing, as for
-	 * --once). */
-	struct thp_state thp;
-	double thp_read_at;
+	/* For the scanner, set by the daemon after engine_init(). khp: what
+	 * the daemon changed of the THP policy (NULL: nothing, as for
+	 * --once). no_except_advised: a kernel before 6.18
+	 * (kernel_features.h), where status THP_enabled is the exact prctl
+	 * mode and scanner.prctl_infer is not used (false: infer). */
 	const struct khugepaged_saved *khp;
-	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
-	unsigned admin_max_ptes_none; /* khugepaged/max_ptes_none, read with thp; UINT_MAX: none */
-	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the
-	 * exact prctl mode and prctl_infer is not used. false: infer. */
 	bool no_except_advised;
-	/* The exact prctl mode of one process, asked where the inference says
-	 * UNKNOWN and the verdict depends on it (rescan.c): 0, or -errno.
-	 * NULL: nothing exact (the safe rule, SCAN_PRCTL_UNKNOWN). Set by
-	 * engine_prctl_open() (prctl_iter.h); injectable. */
-	int (*prctl_exact)(void *ctx, pid_t pid, enum thp_prctl *m);
-	void *prctl_exact_ctx;
-	struct prctl_iter *prctl_iter;
-	uint64_t prctl_reads; /* answers of prctl_exact, for tests and the log */
 	struct vmstat_reader vmstat;
 	struct memcg_gate *memcg;     /* memcg_gate.h: room per cgroup, per pass */
 	struct mem_pressure pressure; /* host memory pressure: collapsing waits while it lasts */
@@ -129,9 +115,9 @@ struct engine {
  * (the budgets of rules that stay carry over, by path). So must paths. */
 int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths);
 
-struct prctl_iter;
-/* Loads the BPF prctl iterator (prctl_iter.h) and sets e->prctl_exact to
- * it. 0, or -errno (the engine keeps inferring; the caller says so). */
+/* Loads the BPF prctl iterator (prctl_iter.h) and sets
+ * e->scanner.prctl_exact to it (scanner_prctl_open()). 0, or -errno (the
+ * engine keeps inferring; the caller says so). */
 int engine_prctl_open(struct engine *e);
 /* Opens the MADV_COLD/MADV_PAGEOUT observer (cold_watch.h). 0, or -errno
  * with why filled (the per-VMA rule alone then). */

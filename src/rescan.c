@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "log.h"
+#include "prctl_iter.h"
 #include "procfs.h"
 #include "rescan_reason.h"
 #include "sample_set.h"
@@ -166,12 +167,12 @@ static uint64_t count_forgotten(struct block_memo *old, size_t nold, struct bloc
  * change a knob the daemon does not own. On failure the last one stands. */
 static void thp_refresh(struct engine *e, double now)
 {
-	struct thp_state before = e->thp;
+	struct thp_state before = e->scanner.thp;
 	int r;
 
-	if (now - e->thp_read_at < 1.0)
+	if (now - e->scanner.thp_read_at < 1.0)
 		return;
-	e->thp_read_at = now;
+	e->scanner.thp_read_at = now;
 	/* The admin's khugepaged/max_ptes_none bounds ours: an admin's 0 (no
 	 * memory added by a collapse) holds. Unreadable: ours alone. */
 	{
@@ -181,15 +182,15 @@ static void thp_refresh(struct engine *e, double now)
 		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->paths->thp);
 		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 
-		e->admin_max_ptes_none = UINT_MAX;
+		e->scanner.admin_max_ptes_none = UINT_MAX;
 		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
-			e->admin_max_ptes_none = (unsigned)v;
+			e->scanner.admin_max_ptes_none = (unsigned)v;
 	}
-	r = thp_state_read(e->paths->thp, e->khp, &e->thp);
+	r = thp_state_read(e->paths->thp, e->khp, &e->scanner.thp);
 	if (r < 0)
 		log_debug("cannot read the THP policy from %s: %s", e->paths->thp, strerror(-r));
-	else if (memcmp(&before, &e->thp, sizeof(before))) /* bytes only: no padding */
-		e->policy_gen++;
+	else if (memcmp(&before, &e->scanner.thp, sizeof(before))) /* bytes only: no padding */
+		e->scanner.policy_gen++;
 }
 
 struct time_check {
@@ -208,25 +209,27 @@ struct collapse_limits rescan_limits(const struct engine *e, const struct policy
 {
 	struct collapse_limits lim = pol->limits;
 
-	if (e->admin_max_ptes_none < lim.max_ptes_none)
-		lim.max_ptes_none = e->admin_max_ptes_none;
+	if (e->scanner.admin_max_ptes_none < lim.max_ptes_none)
+		lim.max_ptes_none = e->scanner.admin_max_ptes_none;
 	return lim;
 }
 
 /* The prctl mode of s, whose VMAs are in e->scanner.vmas: inferred (status
  * THP_enabled, THPeligible; thp_policy.h), and read from the kernel
- * (e->prctl_exact) where that leaves it unknown and some VMA's verdict
+ * (e->scanner.prctl_exact) where that leaves it unknown and some VMA's verdict
  * depends on it, so that a process that cannot matter costs nothing. */
 static enum thp_prctl prctl_mode(struct engine *e, const struct proc_state *s)
 {
-	enum thp_prctl m = e->prctl_infer(&e->thp.live, s->thp_enabled, e->scanner.vmas.v, e->scanner.vmas.n), exact;
+	enum thp_prctl m = e->scanner.prctl_infer(&e->scanner.thp.live, s->thp_enabled, e->scanner.vmas.v,
+						  e->scanner.vmas.n),
+		       exact;
 
-	if (m != THP_PRCTL_UNKNOWN || !e->prctl_exact ||
-	    !thp_prctl_matters(&e->thp, s->policy->scope, e->scanner.vmas.v, e->scanner.vmas.n))
+	if (m != THP_PRCTL_UNKNOWN || !e->scanner.prctl_exact ||
+	    !thp_prctl_matters(&e->scanner.thp, s->policy->scope, e->scanner.vmas.v, e->scanner.vmas.n))
 		return m;
-	if (e->prctl_exact(e->prctl_exact_ctx, s->pid, &exact) < 0)
+	if (e->scanner.prctl_exact(e->scanner.prctl_exact_ctx, s->pid, &exact) < 0)
 		return m; /* gone, or the iterator failed: the safe rule */
-	e->prctl_reads++;
+	e->scanner.prctl_reads++;
 	return exact;
 }
 
@@ -312,8 +315,9 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		bool resumed = start > v->start;
 		if (!resumed)
 			s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict = vma_verdict(v, &lim, thp_vma_check(&e->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
-				      pol->file_backed);
+		verdict =
+		    vma_verdict(v, &lim, thp_vma_check(&e->scanner.thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				pol->file_backed);
 		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
@@ -378,11 +382,11 @@ static bool rescan_prctl_holds(struct engine *e, const struct proc_state *s)
 {
 	enum thp_prctl now;
 
-	if (s->thp_prctl != THP_PRCTL_NONE || e->no_except_advised || !e->prctl_exact)
+	if (s->thp_prctl != THP_PRCTL_NONE || e->no_except_advised || !e->scanner.prctl_exact)
 		return true;
-	if (e->prctl_exact(e->prctl_exact_ctx, s->pid, &now) < 0)
+	if (e->scanner.prctl_exact(e->scanner.prctl_exact_ctx, s->pid, &now) < 0)
 		return true;
-	e->prctl_reads++;
+	e->scanner.prctl_reads++;
 	return now == THP_PRCTL_NONE;
 }
 
@@ -390,7 +394,7 @@ bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd
 {
 	thp_refresh(e, e->now());
 	/* The THP knobs or the config changed since: its verdicts are stale. */
-	if (s->scan_policy_gen != e->policy_gen)
+	if (s->scan_policy_gen != e->scanner.policy_gen)
 		return false;
 	/* THP switched off by prctl since: the kernel would refuse the blocks
 	 * (EINVAL) and the refusal would be remembered for full_rescan_s;
@@ -446,7 +450,7 @@ int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
  * the full rescan's. */
 static bool rescan_closed(struct engine *e, const struct proc_state *s, bool maps_changed, double now)
 {
-	if (proc_state_disabled(s, e->policy_gen))
+	if (proc_state_disabled(s, e->scanner.policy_gen))
 		return true; /* whatever it maps: its policy collapses nothing */
 	if (!s->scanned || s->open_blocks || maps_changed || !s->policy)
 		return false;
@@ -456,7 +460,7 @@ static bool rescan_closed(struct engine *e, const struct proc_state *s, bool map
 	if (s->prev.rss_pages >= s->scan_rss + HPAGE_PAGES / 2)
 		return false;
 	thp_refresh(e, now);
-	return proc_state_closed(s, e->policy_gen);
+	return proc_state_closed(s, e->scanner.policy_gen);
 }
 
 int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
@@ -576,7 +580,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	}
 remember:
 	s->scanned = true;
-	s->scan_policy_gen = e->policy_gen;
+	s->scan_policy_gen = e->scanner.policy_gen;
 	s->last_scan = now;
 	s->scan_minflt = now_stat.minflt;
 	s->scan_majflt = now_stat.majflt;
@@ -598,6 +602,10 @@ int scanner_init(struct scanner *sc, const struct hc_paths *paths)
 		log_info("cannot read %s/self/mountinfo: %s; files on tmpfs outside /dev/shm are judged as files",
 			 paths->proc, strerror(-r));
 	vma_list_init(&sc->vmas);
+	sc->thp_read_at = -1e9;
+	sc->admin_max_ptes_none = UINT_MAX;
+	sc->policy_gen = 1; /* 0: a process never scanned */
+	sc->prctl_infer = thp_prctl_infer;
 	r = range_scanner_init(&sc->range, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
 	if (r < 0) {
 		tmpfs_mounts_close(&sc->tmpfs);
@@ -613,6 +621,45 @@ void scanner_free(struct scanner *sc)
 	vma_list_free(&sc->vmas);
 	range_scanner_free(&sc->range);
 	tmpfs_mounts_close(&sc->tmpfs);
+	prctl_iter_close(sc->prctl_iter);
+}
+
+/* The iterator is loaded at its first question: loading parses the
+ * kernel's BTF (about 7 MB of peak RSS), and under the Debian default
+ * (enabled=madvise, scope = kernel) no question is ever asked. If the load
+ * fails after all, the safe rule takes over for good. */
+static int prctl_exact_lazy(void *ctx, pid_t pid, enum thp_prctl *m)
+{
+	struct scanner *sc = ctx;
+	int r;
+
+	if (!sc->prctl_iter) {
+		r = prctl_iter_open(&sc->prctl_iter);
+		if (r < 0) {
+			log_warn("cannot load the BPF prctl iterator (%s): where THPeligible cannot tell, a process "
+				 "counts as PR_THP_DISABLE_EXCEPT_ADVISED (prctl_unknown)",
+				 strerror(-r));
+			sc->prctl_exact = NULL;
+			return r;
+		}
+	}
+	return prctl_iter_read_pid(sc->prctl_iter, pid, m);
+}
+
+int scanner_prctl_open(struct scanner *sc)
+{
+	int r = sc->prctl_iter ? 0 : prctl_iter_usable();
+
+	if (r < 0)
+		return r;
+	sc->prctl_exact = prctl_exact_lazy;
+	sc->prctl_exact_ctx = sc;
+	return 0;
+}
+
+void scanner_policy_changed(struct scanner *sc)
+{
+	sc->policy_gen++;
 }
 
 void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe)

@@ -16,15 +16,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "collapse.h"
 #include "paths.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "thp_policy.h"
 #include "tmpfs_mounts.h"
 
 struct block_memo;
 struct engine;
+struct prctl_iter;
 struct proc_state;
 struct pass_options;
 struct pass_stats;
@@ -36,7 +39,8 @@ struct policy;
 #define COLD_RECHECK_S 5.0
 
 /* The scanner's state, written here alone (rescan.c): the page-table
- * reader and the scratch one process's scan reuses. */
+ * reader, the scratch one process's scan reuses, the THP policy its
+ * verdicts are made under, and the prctl seams. */
 struct scanner {
 	struct range_scanner range; /* pagemap and kpageflags (range_scan.h) */
 	char *smaps_buf;            /* scratch: the process's smaps text */
@@ -45,6 +49,26 @@ struct scanner {
 	struct block_memo *old_blocks; /* scratch: its previous candidates */
 	size_t nold_blocks, capold_blocks;
 	struct tmpfs_mounts tmpfs; /* which file VMAs are tmpfs (tmpfs_mounts.h) */
+	/* The THP policy (live and original), read from the THP sysfs
+	 * directory at most once a second while processes are scanned or
+	 * their faults weighed, and the admin's khugepaged/max_ptes_none with
+	 * it (UINT_MAX: none). */
+	struct thp_state thp;
+	double thp_read_at;
+	unsigned admin_max_ptes_none;
+	/* Counts changes of thp and of the config (scanner_policy_changed()):
+	 * what a scan judged holds while the generation is the same (0: a
+	 * process never scanned). */
+	unsigned policy_gen;
+	enum thp_prctl (*prctl_infer)(const struct thp_policy *, bool, const struct vma *, size_t); /* injectable */
+	/* The exact prctl mode of one process, asked where the inference says
+	 * UNKNOWN and the verdict depends on it: 0, or -errno. NULL: nothing
+	 * exact (the safe rule, SCAN_PRCTL_UNKNOWN). Set by
+	 * scanner_prctl_open() (prctl_iter.h); injectable. */
+	int (*prctl_exact)(void *ctx, pid_t pid, enum thp_prctl *m);
+	void *prctl_exact_ctx;
+	struct prctl_iter *prctl_iter;
+	uint64_t prctl_reads; /* answers of prctl_exact, for tests and the log */
 };
 
 /* Opens the range scanner (paths->pagemap_read: the read path) and the
@@ -52,6 +76,12 @@ struct scanner {
  * files, logged). paths must outlive sc. Returns 0 or -errno. */
 int scanner_init(struct scanner *sc, const struct hc_paths *paths);
 void scanner_free(struct scanner *sc);
+/* Sets sc->prctl_exact to the BPF prctl iterator (prctl_iter.h), loaded at
+ * its first question. 0, or -errno (the scanner keeps inferring). */
+int scanner_prctl_open(struct scanner *sc);
+/* The config changed (a reload): what was judged under the old one may
+ * not hold. */
+void scanner_policy_changed(struct scanner *sc);
 /* Before a pass's scans: its page-table counters start at zero, and the
  * lazy-free probe is probe (NULL: none, as in a dry run). */
 void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe);

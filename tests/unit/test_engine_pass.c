@@ -422,7 +422,7 @@ static int setup(void **state)
 	hc_paths_default(&f->paths);
 	f->paths.thp = HC_FIXTURES "/thp/madvise";
 	assert_int_equal(engine_init(&f->e, &f->cfg, &f->paths), 0);
-	f->e.prctl_infer = prctl_none;
+	f->e.scanner.prctl_infer = prctl_none;
 	f->e.dispatch.madvise_fn = fake_madvise;
 	f->e.dispatch.alloc_failed = fake_alloc_failed;
 	f->e.dispatch.alloc_failed_ctx = &fk;
@@ -504,11 +504,11 @@ static void test_admin_max_ptes_none(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(f->e.admin_max_ptes_none, UINT_MAX); /* not read yet */
+	assert_int_equal(f->e.scanner.admin_max_ptes_none, UINT_MAX); /* not read yet */
 	f->paths.thp = HC_FIXTURES "/thp/ptes0";
 	pass_at(f, 0);
 	assert_int_equal(f->ps.procs_scanned, 1);
-	assert_int_equal(f->e.admin_max_ptes_none, 0);
+	assert_int_equal(f->e.scanner.admin_max_ptes_none, 0);
 }
 
 static void test_enomem_backs_off(void **state)
@@ -973,8 +973,8 @@ static void check_prctl_seam(struct fixture *f, bool have_exact, enum thp_prctl 
 	memset(&exact, 0, sizeof(exact));
 	exact.answer = answer;
 	f->o.dry_run = true;
-	f->e.prctl_infer = prctl_unknown;
-	f->e.prctl_exact = have_exact ? fake_exact : NULL;
+	f->e.scanner.prctl_infer = prctl_unknown;
+	f->e.scanner.prctl_exact = have_exact ? fake_exact : NULL;
 	pass_at(f, 0);
 	assert_int_equal(f->ps.procs_scanned, 1);
 	assert_int_equal(exact.calls, have_exact ? 1 : 0);
@@ -1010,8 +1010,8 @@ static void test_except_advised_after_scan_not_collapsed(void **state)
 	memset(&exact, 0, sizeof(exact));
 	exact.answer = THP_PRCTL_NONE;
 	exact.later = THP_PRCTL_EXCEPT_ADVISED;
-	f->e.prctl_infer = prctl_unknown;
-	f->e.prctl_exact = fake_exact;
+	f->e.scanner.prctl_infer = prctl_unknown;
+	f->e.scanner.prctl_exact = fake_exact;
 	first_pass(f);
 	assert_int_equal(exact.calls, 2); /* the scan's, and the re-check's */
 	assert_int_equal(fk.calls, 0);

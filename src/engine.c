@@ -353,6 +353,20 @@ static size_t select_within_budget(struct engine *e, const struct pass_options *
 	return budget_select(&e->budget, e->cfg, e->cands, e->ncands, e->st, o->unlimited);
 }
 
+/* What the scanner reads of the rest of the engine (rescan.h), at each
+ * call: the config, paths and clock can change between passes. */
+static struct scan_input scan_input(struct engine *e)
+{
+	return (struct scan_input){.cfg = e->cfg,
+				   .proc_root = e->paths->proc,
+				   .sysfs_thp = e->paths->thp,
+				   .khp = e->khp,
+				   .cold = &e->cold.ranges,
+				   .now = e->now,
+				   .pass_start = e->pass_start,
+				   .no_except_advised = e->no_except_advised};
+}
+
 /* The recheck before collapse (issue 16): rescans each process of
  * e->cands[0..nsel) that dispatch says must be found again; returns how
  * many of those blocks are no longer candidates. The engine calls the
@@ -360,13 +374,14 @@ static size_t select_within_budget(struct engine *e, const struct pass_options *
 static size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps,
 			       double now)
 {
+	const struct scan_input in = scan_input(e);
 	size_t dropped = 0;
 
 	for (size_t i = 0; i < nsel; i++) {
 		struct proc_state *s = &e->st[e->cands[i].proc];
 
 		if (dispatch_needs_rescan(s, now))
-			rescan_visit(e, s, o, ps, now, true);
+			rescan_visit(&e->scanner, &in, s, o, ps, now, true);
 		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
 			dropped++;
 	}
@@ -375,17 +390,24 @@ static size_t recheck_selected(struct engine *e, const struct pass_options *o, s
 
 static int refresh_policy(void *ctx, struct proc_state *s, int dirfd)
 {
-	return rescan_refresh_policy(ctx, s, dirfd);
+	const struct engine *e = ctx;
+
+	return rescan_refresh_policy(e->cfg, s, dirfd);
 }
 
 static bool policy_holds(void *ctx, const struct proc_state *s, int dirfd)
 {
-	return rescan_policy_holds(ctx, s, dirfd);
+	struct engine *e = ctx;
+	const struct scan_input in = scan_input(e);
+
+	return rescan_policy_holds(&e->scanner, &in, s, dirfd);
 }
 
 static struct collapse_limits limits(void *ctx, const struct policy *pol)
 {
-	return rescan_limits(ctx, pol);
+	const struct engine *e = ctx;
+
+	return rescan_limits(&e->scanner, pol);
 }
 
 static const struct cold_ranges *cold_drain(void *ctx)
@@ -521,6 +543,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		first++;
 	e->pass_start = t0;
 	e->resume_pid = 0;
+	const struct scan_input in = scan_input(e);
 	unsigned scanned = 0;
 	for (size_t k = 0; k < e->nst; k++) {
 		size_t i = (first + k) % e->nst;
@@ -536,7 +559,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		}
 		scanned = ps->procs_scanned;
 		ps->procs_total++;
-		if (rescan_visit(e, &e->st[i], o, ps, now, false) == -ETIMEDOUT) {
+		if (rescan_visit(&e->scanner, &in, &e->st[i], o, ps, now, false) == -ETIMEDOUT) {
 			e->resume_pid = e->st[i].pid; /* out of time inside it: its scan_cursor says where */
 			break;
 		}

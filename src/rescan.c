@@ -10,10 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "block_memo.h"
+#include "cold_ranges.h"
+#include "config.h"
+#include "engine_stats.h"
 #include "grow.h"
 #include "log.h"
 #include "prctl_iter.h"
+#include "proc_table.h"
 #include "procfs.h"
 #include "rescan_reason.h"
 #include "sample_set.h"
@@ -43,7 +47,8 @@ static uint32_t vma_tag(const struct vma *v)
 }
 
 struct scan_ctx {
-	struct engine *e;
+	struct scanner *sc;
+	struct cold_ranges *cold;
 	struct proc_state *s;
 	uint64_t *results;
 	unsigned referenced_pct;
@@ -77,7 +82,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	/* Inside a MADV_COLD/MADV_PAGEOUT range: khugepaged wants a referenced
 	 * page, which only the VMA's count can prove. */
 	{
-		uint64_t cold = cold_ranges_overlap(&x->e->cold.ranges, s->pid, addr, HPAGE_SIZE, 0);
+		uint64_t cold = cold_ranges_overlap(x->cold, s->pid, addr, HPAGE_SIZE, 0);
 
 		if (cold && !cold_block_warm(x->unreferenced, c->present, cold)) {
 			x->results[SCAN_CANDIDATE]--;
@@ -89,7 +94,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 		x->err = -ENOMEM;
 		return;
 	}
-	old = memo_find(x->e->scanner.old_blocks, x->e->scanner.nold_blocks, addr);
+	old = memo_find(x->sc->old_blocks, x->sc->nold_blocks, addr);
 	m = &s->blocks[s->nblocks++];
 	m->addr = addr;
 	m->present = c->present;
@@ -99,7 +104,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 	m->vma_tag = x->vma_tag;
 	m->lazy_sampled = c->lazy_sampled;
 	m->anon = x->anon;
-	m->cold_gen = x->e->cold.ranges.gen;
+	m->cold_gen = x->cold->gen;
 }
 
 /* After a whole scan: a range over no VMA holding unreferenced pages lies
@@ -108,16 +113,16 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
  * is kept (toward not collapsing). */
 #define COLD_SETTLE_VMAS 256
 
-static void settle_cold(struct engine *e, const struct proc_state *s)
+static void settle_cold(const struct scanner *sc, struct cold_ranges *cold, const struct proc_state *s)
 {
 	uint64_t vs[COLD_SETTLE_VMAS], ve[COLD_SETTLE_VMAS];
 	bool warm[COLD_SETTLE_VMAS];
 	size_t n = 0;
 
-	if (!cold_ranges_has(&e->cold.ranges, s->pid))
+	if (!cold_ranges_has(cold, s->pid))
 		return;
-	for (size_t i = 0; i < e->scanner.vmas.n; i++) {
-		const struct vma *v = &e->scanner.vmas.v[i];
+	for (size_t i = 0; i < sc->vmas.n; i++) {
+		const struct vma *v = &sc->vmas.v[i];
 
 		if (v->referenced_kb >= v->rss_kb)
 			continue;
@@ -125,25 +130,25 @@ static void settle_cold(struct engine *e, const struct proc_state *s)
 			return;
 		vs[n] = v->start, ve[n] = v->end, warm[n] = false, n++;
 	}
-	cold_ranges_settle(&e->cold.ranges, s->pid, vs, ve, warm, n);
+	cold_ranges_settle(cold, s->pid, vs, ve, warm, n);
 }
 
 /* The pass's time is up (max_seconds after it began), or it is
  * interrupted. */
-static bool out_of_time(const struct engine *e, const struct pass_options *o)
+static bool out_of_time(const struct scan_input *in, const struct pass_options *o)
 {
 	return (o->interrupted && o->interrupted()) ||
-	       (o->max_seconds > 0 && e->now() - e->pass_start > o->max_seconds);
+	       (o->max_seconds > 0 && in->now() - in->pass_start > o->max_seconds);
 }
 
 /* Blocks of the previous scan at or above addr go back after the new ones
  * (all below addr): a scan that stopped there keeps them until the next
  * pass gets that far. */
-static void keep_old_from(struct engine *e, struct proc_state *s, uint64_t addr)
+static void keep_old_from(const struct scanner *sc, struct proc_state *s, uint64_t addr)
 {
-	for (size_t i = 0; i < e->scanner.nold_blocks; i++)
-		if (e->scanner.old_blocks[i].addr >= addr && GROW(s->blocks, s->capblocks, s->nblocks + 1) == 0)
-			s->blocks[s->nblocks++] = e->scanner.old_blocks[i];
+	for (size_t i = 0; i < sc->nold_blocks; i++)
+		if (sc->old_blocks[i].addr >= addr && GROW(s->blocks, s->capblocks, s->nblocks + 1) == 0)
+			s->blocks[s->nblocks++] = sc->old_blocks[i];
 }
 
 /* Candidates of the last scan that this one no longer found: gone cold,
@@ -165,36 +170,36 @@ static uint64_t count_forgotten(struct block_memo *old, size_t nold, struct bloc
 
 /* The THP policy, read again at most once a second: an administrator may
  * change a knob the daemon does not own. On failure the last one stands. */
-static void thp_refresh(struct engine *e, double now)
+static void thp_refresh(struct scanner *sc, const struct scan_input *in, double now)
 {
-	struct thp_state before = e->scanner.thp;
+	struct thp_state before = sc->thp;
 	int r;
 
-	if (now - e->scanner.thp_read_at < 1.0)
+	if (now - sc->thp_read_at < 1.0)
 		return;
-	e->scanner.thp_read_at = now;
+	sc->thp_read_at = now;
 	/* The admin's khugepaged/max_ptes_none bounds ours: an admin's 0 (no
 	 * memory added by a collapse) holds. Unreadable: ours alone. */
 	{
 		char path[512], buf[32];
 		uint64_t v;
 
-		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", e->paths->thp);
+		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", in->sysfs_thp);
 		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
 
-		e->scanner.admin_max_ptes_none = UINT_MAX;
+		sc->admin_max_ptes_none = UINT_MAX;
 		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
-			e->scanner.admin_max_ptes_none = (unsigned)v;
+			sc->admin_max_ptes_none = (unsigned)v;
 	}
-	r = thp_state_read(e->paths->thp, e->khp, &e->scanner.thp);
+	r = thp_state_read(in->sysfs_thp, in->khp, &sc->thp);
 	if (r < 0)
-		log_debug("cannot read the THP policy from %s: %s", e->paths->thp, strerror(-r));
-	else if (memcmp(&before, &e->scanner.thp, sizeof(before))) /* bytes only: no padding */
-		e->scanner.policy_gen++;
+		log_debug("cannot read the THP policy from %s: %s", in->sysfs_thp, strerror(-r));
+	else if (memcmp(&before, &sc->thp, sizeof(before))) /* bytes only: no padding */
+		sc->policy_gen++;
 }
 
 struct time_check {
-	const struct engine *e;
+	const struct scan_input *in;
 	const struct pass_options *o;
 };
 
@@ -202,34 +207,32 @@ static bool time_is_up(void *opaque)
 {
 	const struct time_check *t = opaque;
 
-	return out_of_time(t->e, t->o);
+	return out_of_time(t->in, t->o);
 }
 
-struct collapse_limits rescan_limits(const struct engine *e, const struct policy *pol)
+struct collapse_limits rescan_limits(const struct scanner *sc, const struct policy *pol)
 {
 	struct collapse_limits lim = pol->limits;
 
-	if (e->scanner.admin_max_ptes_none < lim.max_ptes_none)
-		lim.max_ptes_none = e->scanner.admin_max_ptes_none;
+	if (sc->admin_max_ptes_none < lim.max_ptes_none)
+		lim.max_ptes_none = sc->admin_max_ptes_none;
 	return lim;
 }
 
-/* The prctl mode of s, whose VMAs are in e->scanner.vmas: inferred (status
+/* The prctl mode of s, whose VMAs are in sc->vmas: inferred (status
  * THP_enabled, THPeligible; thp_policy.h), and read from the kernel
- * (e->scanner.prctl_exact) where that leaves it unknown and some VMA's verdict
+ * (sc->prctl_exact) where that leaves it unknown and some VMA's verdict
  * depends on it, so that a process that cannot matter costs nothing. */
-static enum thp_prctl prctl_mode(struct engine *e, const struct proc_state *s)
+static enum thp_prctl prctl_mode(struct scanner *sc, const struct proc_state *s)
 {
-	enum thp_prctl m = e->scanner.prctl_infer(&e->scanner.thp.live, s->thp_enabled, e->scanner.vmas.v,
-						  e->scanner.vmas.n),
-		       exact;
+	enum thp_prctl m = sc->prctl_infer(&sc->thp.live, s->thp_enabled, sc->vmas.v, sc->vmas.n), exact;
 
-	if (m != THP_PRCTL_UNKNOWN || !e->scanner.prctl_exact ||
-	    !thp_prctl_matters(&e->scanner.thp, s->policy->scope, e->scanner.vmas.v, e->scanner.vmas.n))
+	if (m != THP_PRCTL_UNKNOWN || !sc->prctl_exact ||
+	    !thp_prctl_matters(&sc->thp, s->policy->scope, sc->vmas.v, sc->vmas.n))
 		return m;
-	if (e->scanner.prctl_exact(e->scanner.prctl_exact_ctx, s->pid, &exact) < 0)
+	if (sc->prctl_exact(sc->prctl_exact_ctx, s->pid, &exact) < 0)
 		return m; /* gone, or the iterator failed: the safe rule */
-	e->scanner.prctl_reads++;
+	sc->prctl_reads++;
 	return exact;
 }
 
@@ -242,67 +245,66 @@ static enum thp_prctl prctl_mode(struct engine *e, const struct proc_state *s)
  * -ETIMEDOUT (time) or -EINPROGRESS (bound: the pass goes on with others).
  * A resumed scan (s->scan_cursor set) keeps the blocks below the cursor
  * and scans from there. Returns 0, or -errno (-ESRCH: gone or recycled). */
-static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const struct pass_options *o,
-			struct pass_stats *ps, double now)
+static int scan_process(struct scanner *sc, const struct scan_input *in, struct proc_state *s, int dirfd,
+			const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	const struct policy *pol = s->policy;
 	struct collapse_limits lim;
 	uint64_t from = s->scan_cursor;
-	struct scan_ctx ctx = {.e = e, .s = s, .results = s->results, .now = now};
-	struct time_check tc = {.e = e, .o = o};
+	struct scan_ctx ctx = {.sc = sc, .cold = in->cold, .s = s, .results = s->results, .now = now};
+	struct time_check tc = {.in = in, .o = o};
 	uint64_t before[SCAN_NR_RESULTS];
 	bool scanned_one = false;
 	int r;
 
 	s->scan_cursor = 0; /* set again below if this one stops too */
-	r = read_smaps(dirfd, &e->scanner.smaps_buf, &e->scanner.smaps_cap,
-		       (vma_list_clear(&e->scanner.vmas), &e->scanner.vmas));
+	r = read_smaps(dirfd, &sc->smaps_buf, &sc->smaps_cap, (vma_list_clear(&sc->vmas), &sc->vmas));
 	ps->smaps_reads++;
 	if (r < 0 && r != -EINVAL)
 		return r;
 	if (r == -EINVAL)
 		log_proc(LOG_WARNING, s->pid, s->cgroup, NULL, "pid %d: malformed smaps, using the %zu VMAs before it",
-			 (int)s->pid, e->scanner.vmas.n);
-	tmpfs_mounts_classify(&e->scanner.tmpfs, dirfd, &e->scanner.vmas); /* before anything reads a VMA's kind */
-	thp_usage_from_vmas(&e->scanner.vmas, &s->usage);                  /* coverage.h: for metrics and reports */
-	r = range_scanner_attach(&e->scanner.range, dirfd, s->pid);
+			 (int)s->pid, sc->vmas.n);
+	tmpfs_mounts_classify(&sc->tmpfs, dirfd, &sc->vmas); /* before anything reads a VMA's kind */
+	thp_usage_from_vmas(&sc->vmas, &s->usage);           /* coverage.h: for metrics and reports */
+	r = range_scanner_attach(&sc->range, dirfd, s->pid);
 	if (r < 0)
 		return r;
-	e->scanner.range.stop = time_is_up;
-	e->scanner.range.stop_ctx = &tc;
+	sc->range.stop = time_is_up;
+	sc->range.stop_ctx = &tc;
 
 	/* Keep the previous candidates aside so ages carry over. */
-	if (GROW(e->scanner.old_blocks, e->scanner.capold_blocks, s->nblocks) < 0) {
-		range_scanner_detach(&e->scanner.range);
+	if (GROW(sc->old_blocks, sc->capold_blocks, s->nblocks) < 0) {
+		range_scanner_detach(&sc->range);
 		return -ENOMEM;
 	}
 	if (s->nblocks) /* both may still be NULL: memcpy(NULL, NULL, 0) is undefined */
-		memcpy(e->scanner.old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
-	e->scanner.nold_blocks = s->nblocks;
+		memcpy(sc->old_blocks, s->blocks, s->nblocks * sizeof(*s->blocks));
+	sc->nold_blocks = s->nblocks;
 	s->nblocks = 0;
 	if (from) { /* the blocks below were found by the last pass */
-		for (size_t i = 0; i < e->scanner.nold_blocks && e->scanner.old_blocks[i].addr < from; i++)
-			s->blocks[s->nblocks++] = e->scanner.old_blocks[i];
+		for (size_t i = 0; i < sc->nold_blocks && sc->old_blocks[i].addr < from; i++)
+			s->blocks[s->nblocks++] = sc->old_blocks[i];
 	} else {
 		memset(s->results, 0, sizeof(s->results));
 		s->policy_refused = false;
 		s->open_blocks = 0;
 		s->refused_kb = 0;
 	}
-	thp_refresh(e, now);
-	lim = rescan_limits(e, pol);
-	s->thp_prctl = (uint8_t)(e->no_except_advised ? thp_prctl_from_status(s->thp_enabled) : prctl_mode(e, s));
+	thp_refresh(sc, in, now);
+	lim = rescan_limits(sc, pol);
+	s->thp_prctl = (uint8_t)(in->no_except_advised ? thp_prctl_from_status(s->thp_enabled) : prctl_mode(sc, s));
 	memcpy(before, s->results, sizeof(before)); /* the pass counts only its own part */
 
-	for (size_t i = 0; i < e->scanner.vmas.n && r >= 0; i++) {
-		const struct vma *v = &e->scanner.vmas.v[i];
+	for (size_t i = 0; i < sc->vmas.n && r >= 0; i++) {
+		const struct vma *v = &sc->vmas.v[i];
 		uint64_t start = v->start > from ? v->start : from;
 		struct vma_blocks b;
 		enum scan_result verdict;
 
 		if (v->end <= from)
 			continue;
-		if (scanned_one && out_of_time(e, o)) {
+		if (scanned_one && out_of_time(in, o)) {
 			s->scan_cursor = start;
 			s->cursor_set = now;
 			r = -ETIMEDOUT;
@@ -315,9 +317,8 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		bool resumed = start > v->start;
 		if (!resumed)
 			s->results[SCAN_INELIGIBLE] += b.partial;
-		verdict =
-		    vma_verdict(v, &lim, thp_vma_check(&e->scanner.thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
-				pol->file_backed);
+		verdict = vma_verdict(v, &lim, thp_vma_check(&sc->thp, pol->scope, v, (enum thp_prctl)s->thp_prctl),
+				      pol->file_backed);
 		if (!resumed && (verdict == SCAN_CANDIDATE || verdict == SCAN_COLD))
 			s->open_blocks += b.whole;
 		if (verdict != SCAN_CANDIDATE) {
@@ -339,24 +340,22 @@ static int scan_process(struct engine *e, struct proc_state *s, int dirfd, const
 		ctx.vma_tag = vma_tag(v);
 		ctx.anon = v->kind == VMA_ANON;
 		ctx.unreferenced = v->rss_kb > v->referenced_kb ? (v->rss_kb - v->referenced_kb) / 4 : 0;
-		r = range_scan_vma_from(&e->scanner.range, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate,
-					&ctx);
+		r = range_scan_vma_from(&sc->range, v, start, v->lazyfree_kb > 0, &lim, s->results, on_candidate, &ctx);
 		if (ctx.err)
 			r = ctx.err;
 		else if (r == -ETIMEDOUT || r == -EINPROGRESS)
-			s->scan_cursor = e->scanner.range.stopped_at, s->cursor_set = now;
+			s->scan_cursor = sc->range.stopped_at, s->cursor_set = now;
 	}
-	range_scanner_detach(&e->scanner.range);
-	e->scanner.range.stop = NULL;
+	range_scanner_detach(&sc->range);
+	sc->range.stop = NULL;
 	if (s->scan_cursor) /* stopped: the rest of the old list waits for the next visit */
-		keep_old_from(e, s, s->scan_cursor);
+		keep_old_from(sc, s, s->scan_cursor);
 	else if (r >= 0)
-		settle_cold(e, s);
+		settle_cold(sc, in->cold, s);
 	for (int i = 0; i < SCAN_NR_RESULTS; i++)
 		ps->results[i] += s->results[i] - before[i];
 	if (r >= 0 || r == -ETIMEDOUT || r == -EINPROGRESS)
-		ps->stale_dropped +=
-		    count_forgotten(e->scanner.old_blocks, e->scanner.nold_blocks, s->blocks, s->nblocks);
+		ps->stale_dropped += count_forgotten(sc->old_blocks, sc->nold_blocks, s->blocks, s->nblocks);
 	return r;
 }
 
@@ -378,23 +377,23 @@ static void clear_referenced(int dirfd, const struct proc_state *s)
 /* A process scanned with no prctl mode still has none, where that can be
  * read exactly (not before 6.18: status THP_enabled covers it there). A
  * failed read keeps the scan's word, as at the scan. */
-static bool rescan_prctl_holds(struct engine *e, const struct proc_state *s)
+static bool rescan_prctl_holds(struct scanner *sc, bool no_except_advised, const struct proc_state *s)
 {
 	enum thp_prctl now;
 
-	if (s->thp_prctl != THP_PRCTL_NONE || e->no_except_advised || !e->scanner.prctl_exact)
+	if (s->thp_prctl != THP_PRCTL_NONE || no_except_advised || !sc->prctl_exact)
 		return true;
-	if (e->scanner.prctl_exact(e->scanner.prctl_exact_ctx, s->pid, &now) < 0)
+	if (sc->prctl_exact(sc->prctl_exact_ctx, s->pid, &now) < 0)
 		return true;
-	e->scanner.prctl_reads++;
+	sc->prctl_reads++;
 	return now == THP_PRCTL_NONE;
 }
 
-bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd)
+bool rescan_policy_holds(struct scanner *sc, const struct scan_input *in, const struct proc_state *s, int dirfd)
 {
-	thp_refresh(e, e->now());
+	thp_refresh(sc, in, in->now());
 	/* The THP knobs or the config changed since: its verdicts are stale. */
-	if (s->scan_policy_gen != e->scanner.policy_gen)
+	if (s->scan_policy_gen != sc->policy_gen)
 		return false;
 	/* THP switched off by prctl since: the kernel would refuse the blocks
 	 * (EINVAL) and the refusal would be remembered for full_rescan_s;
@@ -406,10 +405,10 @@ bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd
 	 * this does not read again; where the kernel's own record can be
 	 * read (prctl_exact, 20-25 us), a process scanned without it must
 	 * still be without it. */
-	return rescan_prctl_holds(e, s);
+	return rescan_prctl_holds(sc, in->no_except_advised, s);
 }
 
-int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
+int rescan_refresh_policy(const struct config *cfg, struct proc_state *s, int dirfd)
 {
 	char cg[PATH_MAX];
 	int r = read_proc_cgroup(dirfd, cg, sizeof(cg));
@@ -435,7 +434,7 @@ int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
 		log_proc(LOG_INFO, s->pid, s->cgroup, NULL, "pid %d (%s): its cgroup reads %s again", (int)s->pid,
 			 s->prev.comm, s->cgroup);
 	s->cgroup_unknown = false;
-	s->policy = config_policy_for(e->cfg, s->cgroup);
+	s->policy = config_policy_for(cfg, s->cgroup);
 	return 0;
 }
 
@@ -448,9 +447,10 @@ int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd)
  * again for its faults, nor is one whose policy is disabled. A MADV_HUGEPAGE
  * given after the faults is the policy recheck's (policy_refused), a prctl
  * the full rescan's. */
-static bool rescan_closed(struct engine *e, const struct proc_state *s, bool maps_changed, double now)
+static bool rescan_closed(struct scanner *sc, const struct scan_input *in, const struct proc_state *s,
+			  bool maps_changed, double now)
 {
-	if (proc_state_disabled(s, e->scanner.policy_gen))
+	if (proc_state_disabled(s, sc->policy_gen))
 		return true; /* whatever it maps: its policy collapses nothing */
 	if (!s->scanned || s->open_blocks || maps_changed || !s->policy)
 		return false;
@@ -459,14 +459,14 @@ static bool rescan_closed(struct engine *e, const struct proc_state *s, bool map
 	 * saw too little to ask for one). */
 	if (s->prev.rss_pages >= s->scan_rss + HPAGE_PAGES / 2)
 		return false;
-	thp_refresh(e, now);
-	return proc_state_closed(s, e->scanner.policy_gen);
+	thp_refresh(sc, in, now);
+	return proc_state_closed(s, sc->policy_gen);
 }
 
-int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
-		 double now, bool force)
+int rescan_visit(struct scanner *sc, const struct scan_input *in, struct proc_state *s, const struct pass_options *o,
+		 struct pass_stats *ps, double now, bool force)
 {
-	const struct config *cfg = e->cfg;
+	const struct config *cfg = in->cfg;
 	struct rescan_facts f = {
 	    .force = force,
 	    .unlimited = o->unlimited,
@@ -492,7 +492,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	};
 	bool changed = rescan_facts_changed(&f);
 	bool due = f.full_due;
-	bool closed = changed && rescan_closed(e, s, f.maps_changed, now);
+	bool closed = changed && rescan_closed(sc, in, s, f.maps_changed, now);
 	uint64_t refused_kb = s->refused_kb;
 	char path[PATH_MAX];
 	struct proc_sample now_stat;
@@ -503,7 +503,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 		ps->procs_unchanged++;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/%d", e->paths->proc, (int)s->pid);
+	snprintf(path, sizeof(path), "%s/%d", in->proc_root, (int)s->pid);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return 0;
@@ -511,7 +511,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	 * check that it is still the one with our start time. */
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks)
 		goto out;
-	if ((!s->cgroup || !s->policy || due) && rescan_refresh_policy(e, s, dirfd) < 0) {
+	if ((!s->cgroup || !s->policy || due) && rescan_refresh_policy(cfg, s, dirfd) < 0) {
 		s->nblocks = 0;
 		s->scan_cursor = 0;
 		goto remember; /* unknown: like a disabled one, until it changes */
@@ -535,13 +535,13 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 		uint64_t id = now_stat.exec_id ^ read_exec_random(dirfd);
 
 		if (s->scanned && id != s->exec_id) /* a new image: the old one's advice is gone with it */
-			cold_ranges_forget(&e->cold.ranges, s->pid);
+			cold_ranges_forget(in->cold, s->pid);
 		s->exec_id = id;
 	}
-	r = scan_process(e, s, dirfd, o, ps, now);
+	r = scan_process(sc, in, s, dirfd, o, ps, now);
 	/* One process with tens of thousands of VMAs must not leave its
 	 * buffers to every later pass (an error midway included). */
-	smaps_trim(&e->scanner.smaps_buf, &e->scanner.smaps_cap, &e->scanner.vmas, SMAPS_KEEP_BYTES);
+	smaps_trim(&sc->smaps_buf, &sc->smaps_cap, &sc->vmas, SMAPS_KEEP_BYTES);
 	if (r == -ETIMEDOUT || r == -EINPROGRESS) { /* resumed at its next visit: not scanned yet */
 		ret = r == -ETIMEDOUT ? r : 0;
 		goto out;
@@ -580,7 +580,7 @@ int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_optio
 	}
 remember:
 	s->scanned = true;
-	s->scan_policy_gen = e->scanner.policy_gen;
+	s->scan_policy_gen = sc->policy_gen;
 	s->last_scan = now;
 	s->scan_minflt = now_stat.minflt;
 	s->scan_majflt = now_stat.majflt;

@@ -26,7 +26,9 @@
 #include "tmpfs_mounts.h"
 
 struct block_memo;
-struct engine;
+struct cold_ranges;
+struct config;
+struct khugepaged_saved;
 struct prctl_iter;
 struct proc_state;
 struct pass_options;
@@ -71,6 +73,24 @@ struct scanner {
 	uint64_t prctl_reads; /* answers of prctl_exact, for tests and the log */
 };
 
+/* What the scanner uses of the other stages, given by the engine at each
+ * call: it reads them and never keeps them, except the cold ranges, which
+ * a scan settles and forgets (the MADV_COLD observer's, cold_ranges.h). */
+struct scan_input {
+	const struct config *cfg; /* the policies, full_rescan_s */
+	const char *proc_root;    /* the /proc/PID directories (paths->proc) */
+	const char *sysfs_thp;    /* the THP policy (paths->thp) */
+	/* What the daemon changed of the THP policy (thp_state_read());
+	 * NULL: nothing, as for --once. */
+	const struct khugepaged_saved *khp;
+	struct cold_ranges *cold;
+	double (*now)(void); /* monotonic seconds (the engine's clock) */
+	double pass_start;   /* now() at the pass's start: its max_seconds count from there */
+	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the
+	 * exact prctl mode, and prctl_infer is not used. */
+	bool no_except_advised;
+};
+
 /* Opens the range scanner (paths->pagemap_read: the read path) and the
  * tmpfs mounts (without them files on tmpfs outside /dev/shm count as
  * files, logged). paths must outlive sc. Returns 0 or -errno. */
@@ -93,23 +113,23 @@ uint64_t scanner_pagemap_ops(const struct scanner *sc);
  * again. If the cgroup cannot be known, s->policy is NULL and
  * s->cgroup_unknown is set (logged once per process), so nothing of s is
  * collapsed: a policy must never be guessed. Returns 0 or -errno. */
-int rescan_refresh_policy(struct engine *e, struct proc_state *s, int dirfd);
+int rescan_refresh_policy(const struct config *cfg, struct proc_state *s, int dirfd);
 
 /* The limits a block of this policy is judged by, in the scan and in the
  * re-check before its call: the policy's, with the admin's
  * khugepaged/max_ptes_none where that is smaller. */
-struct collapse_limits rescan_limits(const struct engine *e, const struct policy *pol);
+struct collapse_limits rescan_limits(const struct scanner *sc, const struct policy *pol);
 
 /* Whether what s's last scan judged by still holds, right before a
  * collapse: the THP policy (sysfs, read again at most once a second) and
  * the config are those it was scanned under, and it has not switched THP
  * off with prctl(PR_SET_THP_DISABLE) since (/proc/PID/status through
  * dirfd). */
-bool rescan_policy_holds(struct engine *e, const struct proc_state *s, int dirfd);
+bool rescan_policy_holds(struct scanner *sc, const struct scan_input *in, const struct proc_state *s, int dirfd);
 
 /* Rescans s if it needs one (always if force, or if an earlier scan of it
  * stopped midway: s->scan_cursor), counting in ps. Returns -ETIMEDOUT when
  * the pass's time ran out inside s (s->scan_cursor says where), else 0. A
  * scan that stopped midway leaves s->last_scan as it was. */
-int rescan_visit(struct engine *e, struct proc_state *s, const struct pass_options *o, struct pass_stats *ps,
-		 double now, bool force);
+int rescan_visit(struct scanner *sc, const struct scan_input *in, struct proc_state *s, const struct pass_options *o,
+		 struct pass_stats *ps, double now, bool force);

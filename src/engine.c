@@ -264,7 +264,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .stat_reads = e->sampler.stat_reads,
 				     .doorbell_wakeups = e->doorbell_wakeups,
 				     .doorbell_opens = e->sampler.doorbell.opens,
-				     .resume_pid = e->resume_pid,
+				     .resume_pid = e->scanner.resume_pid,
 				     .block_hist = e->dispatch.block_hist,
 				     .pass_hist = e->pass_hist,
 				     .pressure_paused = e->pressure.paused,
@@ -488,7 +488,7 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	if (sampling || e->pending || e->resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
+	if (sampling || e->pending || e->scanner.resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
 	    now - e->last_full_pass >= c->full_rescan_s || sampler_rang(&e->sampler) ||
 	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at))
 		return false;
@@ -534,41 +534,14 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		return r;
 	cold_ranges_follow(e);
 	now = e->sampler.sample_time;
-	/* The lazy-free probe changes memory: never in a dry run. */
-	scanner_begin_pass(&e->scanner, o->dry_run ? NULL : e->dispatch.madvise_fn);
-	/* A pass that runs out of time stops scanning where it is and the next
-	 * one starts there, so no process waits behind the others for ever. */
-	size_t first = 0;
-	while (first < e->nst && e->st[first].pid < e->resume_pid)
-		first++;
 	e->pass_start = t0;
-	e->resume_pid = 0;
-	const struct scan_input in = scan_input(e);
-	unsigned scanned = 0;
-	for (size_t k = 0; k < e->nst; k++) {
-		size_t i = (first + k) % e->nst;
+	{
+		const struct scan_input in = scan_input(e);
 
-		if (!pid_filter_match(&f, e->st[i].pid))
-			continue;
-		/* Asked after a rescan, and every 64 processes: most are
-		 * unchanged and cost less than the question (a system call). */
-		if ((scanned != ps->procs_scanned || k % 64 == 0) &&
-		    ((o->interrupted && o->interrupted()) || (o->max_seconds > 0 && e->now() - t0 > o->max_seconds))) {
-			e->resume_pid = e->st[i].pid;
-			break;
-		}
-		scanned = ps->procs_scanned;
-		ps->procs_total++;
-		if (rescan_visit(&e->scanner, &in, &e->st[i], o, ps, now, false) == -ETIMEDOUT) {
-			e->resume_pid = e->st[i].pid; /* out of time inside it: its scan_cursor says where */
-			break;
-		}
-		if (e->st[i].policy && !e->st[i].policy->enable)
-			ps->procs_disabled++;
-		if (e->st[i].cgroup_unknown)
-			ps->procs_cgroup_unknown++;
+		/* The lazy-free probe changes memory: never in a dry run. */
+		scanner_pass(&e->scanner, &in, e->st, e->nst, &f, o, ps, now,
+			     o->dry_run ? NULL : e->dispatch.madvise_fn);
 	}
-	ps->pagemap_ops = scanner_pagemap_ops(&e->scanner);
 	r = build_candidates(e, o, ps, now);
 	if (r == 0 && o->dry_run)
 		count_would_collapse(e, ps);

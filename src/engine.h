@@ -81,7 +81,6 @@ struct engine {
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
 	double last_full_pass;      /* monotonic seconds */
 	size_t pending;             /* candidate blocks remembered after the last pass */
-	pid_t resume_pid;           /* a pass ran out of time: the next scans from here (its scan_cursor) */
 	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
 	double pass_start;          /* this pass's start (e->now) */
 	uint64_t passes_idle;       /* passes skipped by the doorbell */

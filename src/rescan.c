@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "block_memo.h"
+#include "budget.h"
 #include "cold_ranges.h"
 #include "config.h"
 #include "engine_stats.h"
@@ -662,13 +663,44 @@ void scanner_policy_changed(struct scanner *sc)
 	sc->policy_gen++;
 }
 
-void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe)
-{
-	sc->range.stats = (struct range_scan_stats){0};
-	range_scanner_set_probe(&sc->range, probe);
-}
-
 uint64_t scanner_pagemap_ops(const struct scanner *sc)
 {
 	return sc->range.stats.scan_ioctls + sc->range.stats.pagemap_preads;
+}
+
+void scanner_pass(struct scanner *sc, const struct scan_input *in, struct proc_state *st, size_t nst,
+		  const struct pid_filter *f, const struct pass_options *o, struct pass_stats *ps, double now,
+		  process_madvise_fn probe)
+{
+	size_t first = 0;
+	unsigned scanned = 0;
+
+	sc->range.stats = (struct range_scan_stats){0};
+	range_scanner_set_probe(&sc->range, probe);
+	while (first < nst && st[first].pid < sc->resume_pid)
+		first++;
+	sc->resume_pid = 0;
+	for (size_t k = 0; k < nst; k++) {
+		struct proc_state *s = &st[(first + k) % nst];
+
+		if (!pid_filter_match(f, s->pid))
+			continue;
+		/* Asked after a rescan, and every 64 processes: most are
+		 * unchanged and cost less than the question (a system call). */
+		if ((scanned != ps->procs_scanned || k % 64 == 0) && out_of_time(in, o)) {
+			sc->resume_pid = s->pid;
+			break;
+		}
+		scanned = ps->procs_scanned;
+		ps->procs_total++;
+		if (rescan_visit(sc, in, s, o, ps, now, false) == -ETIMEDOUT) {
+			sc->resume_pid = s->pid; /* out of time inside it: its scan_cursor says where */
+			break;
+		}
+		if (s->policy && !s->policy->enable)
+			ps->procs_disabled++;
+		if (s->cgroup_unknown)
+			ps->procs_cgroup_unknown++;
+	}
+	ps->pagemap_ops = scanner_pagemap_ops(sc);
 }

@@ -32,6 +32,7 @@ struct khugepaged_saved;
 struct prctl_iter;
 struct proc_state;
 struct pass_options;
+struct pid_filter;
 struct pass_stats;
 struct policy;
 
@@ -51,6 +52,7 @@ struct scanner {
 	struct block_memo *old_blocks; /* scratch: its previous candidates */
 	size_t nold_blocks, capold_blocks;
 	struct tmpfs_mounts tmpfs; /* which file VMAs are tmpfs (tmpfs_mounts.h) */
+	pid_t resume_pid;          /* a pass ran out of time: the next scans from here (its scan_cursor) */
 	/* The THP policy (live and original), read from the THP sysfs
 	 * directory at most once a second while processes are scanned or
 	 * their faults weighed, and the admin's khugepaged/max_ptes_none with
@@ -102,11 +104,8 @@ int scanner_prctl_open(struct scanner *sc);
 /* The config changed (a reload): what was judged under the old one may
  * not hold. */
 void scanner_policy_changed(struct scanner *sc);
-/* Before a pass's scans: its page-table counters start at zero, and the
- * lazy-free probe is probe (NULL: none, as in a dry run). */
-void scanner_begin_pass(struct scanner *sc, process_madvise_fn probe);
-/* The page-table reads (PAGEMAP_SCAN ioctls and pagemap preads) since
- * scanner_begin_pass(). */
+/* The page-table reads (PAGEMAP_SCAN ioctls and pagemap preads) of the
+ * last scanner_pass() so far. */
 uint64_t scanner_pagemap_ops(const struct scanner *sc);
 
 /* Reads s's cgroup through its /proc/PID dirfd and looks its policy up
@@ -133,3 +132,14 @@ bool rescan_policy_holds(struct scanner *sc, const struct scan_input *in, const 
  * scan that stopped midway leaves s->last_scan as it was. */
 int rescan_visit(struct scanner *sc, const struct scan_input *in, struct proc_state *s, const struct pass_options *o,
 		 struct pass_stats *ps, double now, bool force);
+
+/* One pass's scans: rescan_visit() of every process of st[0..nst) that f
+ * matches, in table order from sc->resume_pid round to it, so that a pass
+ * that runs out of time (max_seconds from in->pass_start) or is
+ * interrupted stops where it is and the next starts there (no process
+ * waits behind the others for ever); sc->resume_pid is then where it
+ * stopped (0: it got round). Counts in ps, pagemap_ops included. probe:
+ * the lazy-free probe's call (NULL: none, as in a dry run). */
+void scanner_pass(struct scanner *sc, const struct scan_input *in, struct proc_state *st, size_t nst,
+		  const struct pid_filter *f, const struct pass_options *o, struct pass_stats *ps, double now,
+		  process_madvise_fn probe);

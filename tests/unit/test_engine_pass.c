@@ -692,16 +692,16 @@ static void test_deadline_inside_one_process(void **state)
 	do {
 		assert_int_equal(engine_pass(&f->e, &f->o, &f->ps), 0);
 		passes++;
-		stopped += f->e.resume_pid != 0;
-		if (f->e.resume_pid)
-			assert_int_equal(f->e.resume_pid, f->ch.pid);
+		stopped += f->e.scanner.resume_pid != 0;
+		if (f->e.scanner.resume_pid)
+			assert_int_equal(f->e.scanner.resume_pid, f->ch.pid);
 		/* At most one VMA's scan past the limit: the largest VMA here
 		 * (the child's buffer) takes up to one operation per block. */
 		if (f->ps.scan_s > f->o.max_seconds + (NBLOCKS + 1) * WORK_COST)
 			fail_msg("pass %u: scanned for %.3f s, max_seconds %.3f", passes, f->ps.scan_s,
 				 f->o.max_seconds);
-	} while (f->e.resume_pid && passes < 100);
-	assert_int_equal(f->e.resume_pid, 0);
+	} while (f->e.scanner.resume_pid && passes < 100);
+	assert_int_equal(f->e.scanner.resume_pid, 0);
 	assert_true(stopped >= 2); /* 9 candidate VMAs at 3-4 per pass */
 	s = engine_find(&f->e, f->ch.pid);
 	assert_non_null(s);
@@ -1092,7 +1092,7 @@ static void test_recheck_out_of_time_not_collapsed(void **state)
 
 /* Only the pass's own loop over the processes says where the next pass
  * starts: a rescan before collapse that runs out of time leaves a cursor in
- * its process, not the rotation point (it overwrote e->resume_pid, and the
+ * its process, not the rotation point (it overwrote the resume_pid, and the
  * next pass skipped the processes between). The clock moves only with the
  * scan's work, so the pass's loop (nothing changed: nothing read) ends in
  * time. */
@@ -1112,7 +1112,7 @@ static void test_recheck_out_of_time_keeps_rotation(void **state)
 	s = engine_find(&f->e, f->ch.pid);
 	assert_non_null(s);
 	assert_true(s->scan_cursor != 0); /* the rescan before collapse stopped midway */
-	assert_int_equal(f->e.resume_pid, 0);
+	assert_int_equal(f->e.scanner.resume_pid, 0);
 }
 
 /* The budget a stale block would have spent goes to the next in line. */

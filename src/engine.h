@@ -19,10 +19,11 @@
  *   PID sets, the rolling cursor, the mapped-memory watch, the sample):
  *   merges the pass's sample into the process table (proc_table.c owns
  *   struct proc_state and its merge, sweep and update);
- * - scanner (rescan.c: what changed, reading it again; range_scan.c and
- *   smaps_scan.c read; block_memo.c remembers per block). Its scratch
- *   (smaps_buf, vmas, old_blocks) and resume cursor (resume_pid) are still
- *   fields of struct engine, and rescan.c still takes the engine;
+ * - scanner (rescan.c, struct scanner: the range scanner, its scratch
+ *   (smaps_buf, vmas, old_blocks), the resume cursor, the THP policy and
+ *   policy_gen, the prctl seams; struct scan_input: what it reads of the
+ *   others, the cold ranges it settles): what changed, reading it again;
+ *   range_scan.c and smaps_scan.c read, block_memo.c remembers per block;
  * - selector (budget.c, pure: candidates, struct budget), then the memory
  *   cgroup gate (memcg_gate.c, its own opaque state, struct
  *   memcg_gate_input);
@@ -35,8 +36,9 @@
  *   metrics.c, coverage.c and the service as a const struct engine_stats
  *   (engine_stats.h), never as the engine.
  * Seams for tests: now (the clock), sampler.enumerate, sampler.doorbell_rang
- * and doorbell_drain, dispatch.madvise_fn, pidfd_open and alloc_failed, prctl_exact,
- * prctl_infer, pressure_check and paths (paths.h). */
+ * and doorbell_drain, dispatch.madvise_fn, pidfd_open and alloc_failed,
+ * scanner.prctl_exact and scanner.prctl_infer, pressure_check and paths
+ * (paths.h). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,7 +71,7 @@ struct engine {
 	struct procs *procs;
 	const struct hc_paths *paths; /* every fixed path (paths.h); injectable */
 	pid_t self;                   /* never collapsed: getpid() */
-	struct scanner scanner;       /* rescan.h: the page-table reader, smaps and block scratch */
+	struct scanner scanner;       /* rescan.h: the page-table reader, its scratch, resume cursor, THP policy */
 	struct sampler sampler;       /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
 	struct budget budget;         /* token buckets: global and per policy */
 	long hz;

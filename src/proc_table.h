@@ -56,7 +56,7 @@ struct proc_state {
 	bool policy_refused, policy_recheck;
 	/* Whole blocks in VMAs that the flags and the THP policy allowed at the
 	 * last scan (candidates, huge, sparse or cold alike; 0 while its policy
-	 * is disabled), under the engine's policy_gen of then (rescan.c: a
+	 * is disabled), under the scanner's policy_gen of then (rescan.c: a
 	 * process with none is not read again for faults alone). */
 	uint64_t open_blocks;
 	unsigned scan_policy_gen;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* rescan: whether a process must be read again, and reading it.
+/* rescan: the scanner stage: whether a process must be read again, and
+ * reading it. Its state is struct scanner, written here alone; what it
+ * reads of the other stages comes in a struct scan_input at each call.
  *
  * A process is rescanned when it is new, its counters (faults, RSS,
  * address-space size) moved since its last scan, a full rescan is due
@@ -29,12 +31,12 @@ struct block_memo;
 struct cold_ranges;
 struct config;
 struct khugepaged_saved;
+struct pass_options;
+struct pass_stats;
+struct pid_filter;
+struct policy;
 struct prctl_iter;
 struct proc_state;
-struct pass_options;
-struct pid_filter;
-struct pass_stats;
-struct policy;
 
 /* A process whose last scan held blocks back as lack_referenced_page is
  * read again this often (cold_ranges.h): touching them again faults
@@ -42,8 +44,9 @@ struct policy;
 #define COLD_RECHECK_S 5.0
 
 /* The scanner's state, written here alone (rescan.c): the page-table
- * reader, the scratch one process's scan reuses, the THP policy its
- * verdicts are made under, and the prctl seams. */
+ * reader, the scratch one process's scan reuses (lent to the dispatcher
+ * between scans, dispatch.h), where the last pass stopped, the THP policy
+ * its verdicts are made under, and the prctl seams. */
 struct scanner {
 	struct range_scanner range; /* pagemap and kpageflags (range_scan.h) */
 	char *smaps_buf;            /* scratch: the process's smaps text */
@@ -134,7 +137,7 @@ int rescan_visit(struct scanner *sc, const struct scan_input *in, struct proc_st
 		 struct pass_stats *ps, double now, bool force);
 
 /* One pass's scans: rescan_visit() of every process of st[0..nst) that f
- * matches, in table order from sc->resume_pid round to it, so that a pass
+ * matches, in table order from sc->resume_pid round the table, so that a pass
  * that runs out of time (max_seconds from in->pass_start) or is
  * interrupted stops where it is and the next starts there (no process
  * waits behind the others for ever); sc->resume_pid is then where it

@@ -46,7 +46,7 @@ struct sample_request {
 	size_t nfresh;
 	pid_t self;          /* never sampled here (its own faults mean nothing) */
 	size_t roll;         /* table positions the rolling slice covers */
-	unsigned policy_gen; /* the engine's, for proc_state_closed() */
+	unsigned policy_gen; /* the scanner's (rescan.h), for proc_state_closed() */
 };
 
 /* True if s is too small for a candidate: RSS (file pages included) under

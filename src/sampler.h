@@ -67,7 +67,7 @@ struct sample_input {
 	double (*now)(void);  /* monotonic seconds (the engine's clock) */
 	long hz;              /* sysconf(_SC_CLK_TCK) */
 	double full_rescan_s; /* every process is read once this often */
-	unsigned policy_gen;  /* the engine's (sample_set.h) */
+	unsigned policy_gen;  /* the scanner's (rescan.h, sample_set.h) */
 	pid_t self;           /* never sampled on the partial path */
 	const char *proc_root;
 	bool every_process; /* --pid or --once: the full sample */

@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "procfs.h"
+
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
 static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
@@ -51,23 +53,25 @@ static void sys_close_cpu(void *ctx, int fd, void *page, size_t len)
 	close(fd);
 }
 
+/* Read every pass: one fd kept for the daemon's life, read with pread (a
+ * sysfs attribute is rendered again at offset 0), saves the open's walk of
+ * five path components and two system calls. */
 static int sys_read_online(void *ctx, char *buf, size_t size)
 {
-	int fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
+	static int fd = -1;
 	ssize_t n;
 
 	(void)ctx;
 	if (fd < 0)
+		fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, size - 1);
+	n = pread_one_shot(fd, buf, size);
 	if (n < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
+		close(fd); /* opened again next time */
+		fd = -1;
+		return (int)n;
 	}
-	close(fd);
-	buf[n] = '\0';
 	return 0;
 }
 

@@ -54,7 +54,7 @@ int read_mapped_memory_kb(const char *proc_root, uint64_t *mapped_kb)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/meminfo", proc_root);
-	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	n = read_one_shot_at(AT_FDCWD, path, buf, sizeof(buf));
 	return n < 0 ? (int)n : parse_meminfo_buf(buf, (size_t)n, mapped_kb);
 }
 
@@ -74,7 +74,7 @@ static int watch_read(struct mapped_watch *w, uint64_t *kb)
 			return -errno;
 		w->fd_open = true;
 	}
-	n = pread_small_file(w->fd, buf, sizeof(buf));
+	n = pread_one_shot(w->fd, buf, sizeof(buf));
 	return n < 0 ? (int)n : parse_meminfo_buf(buf, (size_t)n, kb);
 }
 

@@ -161,7 +161,7 @@ static ssize_t read_file(const char *dir, const char *name, char *buf, size_t si
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
 		return -ENAMETOOLONG;
-	return read_small_file_at(AT_FDCWD, path, buf, size);
+	return read_one_shot_at(AT_FDCWD, path, buf, size);
 }
 
 bool cgroup_controllers_have(const char *buf, size_t len, const char *name)

@@ -102,7 +102,7 @@ static int proc_memcg_path(const char *proc_root, struct memcg_gate *g, pid_t pi
 	if (!g->cgroup_buf)
 		return -ENOMEM;
 	snprintf(file, sizeof(file), "%s/%d/cgroup", proc_root, (int)pid);
-	n = read_small_file_at(AT_FDCWD, file, g->cgroup_buf, CGROUP_FILE);
+	n = read_one_shot_at(AT_FDCWD, file, g->cgroup_buf, CGROUP_FILE);
 	if (n < 0)
 		return (int)n;
 	if (g->roots.mode == MEMCG_V1)

@@ -25,10 +25,13 @@ int parse_dec_u64(const char *s, size_t len, uint64_t *v)
 	return 0;
 }
 
-/* Truncation is an error (-EFBIG): a cut /proc file would parse wrongly. */
-/* The loop of both readers below: read() from where the fd is, or pread()
- * from offset 0 (a kept fd). */
-static ssize_t read_whole(int fd, bool positional, char *buf, size_t bufsize)
+/* Truncation is an error (-EFBIG): a cut /proc file would parse wrongly.
+ * The loop of every reader below: read() from where the fd is, or pread()
+ * from offset 0 (READ_PREAD: a kept fd); with READ_ONE_SHOT a read shorter
+ * than asked ends it, without the read that would return 0. */
+enum { READ_PREAD = 1, READ_ONE_SHOT = 2 };
+
+static ssize_t read_whole(int fd, int how, char *buf, size_t bufsize)
 {
 	size_t len = 0;
 
@@ -39,7 +42,7 @@ static ssize_t read_whole(int fd, bool positional, char *buf, size_t bufsize)
 		/* Once full, read one byte more to tell "exactly fits" from "cut". */
 		char *dst = len < bufsize - 1 ? buf + len : &extra;
 		size_t room = len < bufsize - 1 ? bufsize - 1 - len : 1;
-		ssize_t r = positional ? pread(fd, dst, room, (off_t)len) : read(fd, dst, room);
+		ssize_t r = how & READ_PREAD ? pread(fd, dst, room, (off_t)len) : read(fd, dst, room);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -50,12 +53,14 @@ static ssize_t read_whole(int fd, bool positional, char *buf, size_t bufsize)
 		if (dst == &extra)
 			return -EFBIG;
 		len += (size_t)r;
+		if (how & READ_ONE_SHOT && (size_t)r < room)
+			break;
 	}
 	buf[len] = '\0';
 	return (ssize_t)len;
 }
 
-ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
+static ssize_t open_and_read(int dirfd, const char *name, int how, char *buf, size_t bufsize)
 {
 	ssize_t n;
 	int fd;
@@ -65,9 +70,19 @@ ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsiz
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read_whole(fd, false, buf, bufsize);
+	n = read_whole(fd, how, buf, bufsize);
 	close(fd);
 	return n;
+}
+
+ssize_t read_small_file_at(int dirfd, const char *name, char *buf, size_t bufsize)
+{
+	return open_and_read(dirfd, name, 0, buf, bufsize);
+}
+
+ssize_t read_one_shot_at(int dirfd, const char *name, char *buf, size_t bufsize)
+{
+	return open_and_read(dirfd, name, READ_ONE_SHOT, buf, bufsize);
 }
 
 ssize_t read_file_alloc(const char *path, size_t max, char **buf)
@@ -119,7 +134,7 @@ ssize_t read_file_alloc(const char *path, size_t max, char **buf)
 	return (ssize_t)len;
 }
 
-ssize_t pread_small_file(int fd, char *buf, size_t bufsize)
+ssize_t pread_one_shot(int fd, char *buf, size_t bufsize)
 {
-	return read_whole(fd, true, buf, bufsize);
+	return read_whole(fd, READ_PREAD | READ_ONE_SHOT, buf, bufsize);
 }

@@ -179,7 +179,7 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 		ssize_t len;
 
 		snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
-		len = read_small_file_at(rootfd, name, buf, sizeof(buf));
+		len = read_one_shot_at(rootfd, name, buf, sizeof(buf));
 		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i])
 			continue;
 		if (ps.vsize == 0 && (ps.state == 'Z' || ps.state == 'X')) {
@@ -465,7 +465,7 @@ int parse_status_thp_enabled(const char *buf, size_t len)
 	if (!v)
 		return 1; /* older kernels: no prctl to worry about */
 	/* clang-analyzer assumes a failed openat() may leave errno 0, so that
-	 * read_small_file_at() "succeeds" without filling buf; it cannot. */
+	 * read_one_shot_at() "succeeds" without filling buf; it cannot. */
 	// NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
 	while (vlen > 0 && (*v == '\t' || *v == ' ')) {
 		v++;
@@ -480,7 +480,7 @@ int parse_status_thp_enabled(const char *buf, size_t len)
 int read_proc_stat(int proc_pid_dirfd, struct proc_sample *out)
 {
 	char buf[2048]; /* 52 numbers and a 64-byte comm fit easily */
-	ssize_t n = read_small_file_at(proc_pid_dirfd, "stat", buf, sizeof(buf));
+	ssize_t n = read_one_shot_at(proc_pid_dirfd, "stat", buf, sizeof(buf));
 	return n < 0 ? (int)n : parse_stat_buf(buf, (size_t)n, out);
 }
 
@@ -492,7 +492,7 @@ int read_proc_cgroup(int proc_pid_dirfd, char *path, size_t pathlen)
 	char *buf = malloc(BIG_PROC_FILE);
 	if (!buf)
 		return -ENOMEM;
-	ssize_t n = read_small_file_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
+	ssize_t n = read_one_shot_at(proc_pid_dirfd, "cgroup", buf, BIG_PROC_FILE);
 	enum cgroup_hier h;
 	int rc = n < 0 ? (int)n : parse_cgroup_policy_buf(buf, (size_t)n, path, pathlen, &h);
 
@@ -505,7 +505,7 @@ int read_proc_thp_enabled(int proc_pid_dirfd)
 	char *buf = malloc(BIG_PROC_FILE);
 	if (!buf)
 		return -ENOMEM;
-	ssize_t n = read_small_file_at(proc_pid_dirfd, "status", buf, BIG_PROC_FILE);
+	ssize_t n = read_one_shot_at(proc_pid_dirfd, "status", buf, BIG_PROC_FILE);
 	int rc = n < 0 ? (int)n : parse_status_thp_enabled(buf, (size_t)n);
 	free(buf);
 	return rc;
@@ -528,7 +528,7 @@ uint64_t read_exec_random(int proc_pid_dirfd)
 {
 	uint64_t auxv[128] = {0}, addr, h = 1469598103934665603ULL;
 	unsigned char rnd[16];
-	ssize_t n = read_small_file_at(proc_pid_dirfd, "auxv", (char *)auxv, sizeof(auxv));
+	ssize_t n = read_one_shot_at(proc_pid_dirfd, "auxv", (char *)auxv, sizeof(auxv));
 	int fd;
 
 	if (n < 0 || parse_auxv_random(auxv, (size_t)n, &addr) < 0)

@@ -125,12 +125,24 @@ static uint64_t interval_usec(const struct service *s)
 }
 
 /* SIGTERM/SIGINT are blocked and read through a signalfd, so they wait as
- * pending: a long pass asks between processes, to stop within 2 s. */
+ * pending: a long pass asks between processes, to stop within 2 s. It asks
+ * the kernel at most every STOP_ASK_S (a pass asks before each process,
+ * VMA range and call: tens of sigpending() a pass); once seen, the answer
+ * stays yes, since the loop exits when it reads the signal. */
+#define STOP_ASK_S 0.01
+
 static bool stop_requested(void)
 {
+	static double asked_at = -1.0;
+	static bool stop;
+	double now = monotonic_seconds();
 	sigset_t pending;
 
-	return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+	if (stop || (asked_at >= 0 && now - asked_at < STOP_ASK_S))
+		return stop;
+	asked_at = now;
+	stop = sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+	return stop;
 }
 
 /* At most one line per pass, structured (HC_MSGID_PASS and the numbers as

@@ -509,6 +509,47 @@ static void test_read_small_file_at(void **state)
 	close(dfd);
 }
 
+/* The one-shot readers give what read_small_file_at() gives, on the same
+ * fixtures and the same edges. */
+static void test_read_one_shot(void **state)
+{
+	(void)state;
+	int dfd = open_fixture_dir("hostile");
+	char small[32];
+	int fd;
+
+	assert_int_equal(read_one_shot_at(dfd, "no_such_file", small, sizeof(small)), -ENOENT);
+	assert_int_equal(read_one_shot_at(dfd, "stat_empty", small, sizeof(small)), 0);
+	assert_int_equal(read_one_shot_at(dfd, "cgroup_no_newline", small, 12), 11);
+	assert_string_equal(small, "0::/a b/c:d");
+	assert_int_equal(read_one_shot_at(dfd, "cgroup_no_newline", small, 11), -EFBIG);
+	assert_int_equal(read_one_shot_at(dfd, "cgroup_overlong", small, sizeof(small)), -EFBIG);
+	assert_int_equal(read_one_shot_at(dfd, "stat_empty", small, 0), -EINVAL);
+	fd = openat(dfd, "cgroup_no_newline", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	/* From offset 0 every time, wherever the fd is. */
+	assert_int_equal(pread_one_shot(fd, small, 12), 11);
+	assert_int_equal(pread_one_shot(fd, small, 12), 11);
+	assert_string_equal(small, "0::/a b/c:d");
+	assert_int_equal(pread_one_shot(fd, small, 11), -EFBIG);
+	close(fd);
+	close(dfd);
+}
+
+/* A real single-record seq_file: the whole of /proc/self/stat in one go,
+ * the same as read to the end. */
+static void test_read_one_shot_proc(void **state)
+{
+	(void)state;
+	char a[2048], b[2048];
+	ssize_t na = read_one_shot_at(AT_FDCWD, "/proc/self/stat", a, sizeof(a));
+	ssize_t nb = read_small_file_at(AT_FDCWD, "/proc/self/stat", b, sizeof(b));
+
+	assert_true(na > 0 && nb > 0);
+	assert_int_equal(strchr(a, '\n') - a, na - 1);
+	assert_int_equal(strncmp(a, b, (size_t)(strchr(a, ')') - a)), 0);
+}
+
 /* The real paths: the daemon reads no environment to find them (a test
  * fills its own struct hc_paths). */
 static void test_paths_default(void **state)
@@ -674,6 +715,8 @@ int main(void)
 	    cmocka_unit_test(test_auxv_random),
 	    cmocka_unit_test(test_exec_random_aslr_off),
 	    cmocka_unit_test(test_read_small_file_at),
+	    cmocka_unit_test(test_read_one_shot),
+	    cmocka_unit_test(test_read_one_shot_proc),
 	    cmocka_unit_test(test_paths_default),
 	    cmocka_unit_test(test_live_self),
 	    cmocka_unit_test(test_live_excludes_kthreads_sorted),

@@ -182,17 +182,15 @@ static void thp_refresh(struct scanner *sc, const struct scan_input *in, double 
 	/* The admin's khugepaged/max_ptes_none bounds ours: an admin's 0 (no
 	 * memory added by a collapse) holds. Unreadable: ours alone. */
 	{
-		char path[512], buf[32];
+		char buf[32];
 		uint64_t v;
-
-		snprintf(path, sizeof(path), "%s/khugepaged/max_ptes_none", in->sysfs_thp);
-		ssize_t n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+		ssize_t n = thp_files_read(&sc->thp_files, in->sysfs_thp, THP_F_MAX_PTES_NONE, buf, sizeof(buf));
 
 		sc->admin_max_ptes_none = UINT_MAX;
 		if (n > 0 && parse_dec_u64(buf, strcspn(buf, "\n"), &v) == 0 && v < UINT_MAX)
 			sc->admin_max_ptes_none = (unsigned)v;
 	}
-	r = thp_state_read(in->sysfs_thp, in->khp, &sc->thp);
+	r = thp_state_read_kept(&sc->thp_files, in->sysfs_thp, in->khp, &sc->thp);
 	if (r < 0)
 		log_debug("cannot read the THP policy from %s: %s", in->sysfs_thp, strerror(-r));
 	else if (memcmp(&before, &sc->thp, sizeof(before))) /* bytes only: no padding */
@@ -604,6 +602,7 @@ int scanner_init(struct scanner *sc, const struct hc_paths *paths)
 			 paths->proc, strerror(-r));
 	vma_list_init(&sc->vmas);
 	sc->thp_read_at = -1e9;
+	thp_files_init(&sc->thp_files);
 	sc->admin_max_ptes_none = UINT_MAX;
 	sc->policy_gen = 1; /* 0: a process never scanned */
 	sc->prctl_infer = thp_prctl_infer;
@@ -623,6 +622,7 @@ void scanner_free(struct scanner *sc)
 	range_scanner_free(&sc->range);
 	tmpfs_mounts_close(&sc->tmpfs);
 	prctl_iter_close(sc->prctl_iter);
+	thp_files_close(&sc->thp_files);
 }
 
 /* The iterator is loaded at its first question: loading parses the

@@ -59,10 +59,11 @@ struct scanner {
 	/* The THP policy (live and original), read from the THP sysfs
 	 * directory at most once a second while processes are scanned or
 	 * their faults weighed, and the admin's khugepaged/max_ptes_none with
-	 * it (UINT_MAX: none). */
+	 * it (UINT_MAX: none), each a pread of a kept fd. */
 	struct thp_state thp;
 	double thp_read_at;
 	unsigned admin_max_ptes_none;
+	struct thp_files thp_files; /* the files they are read from, kept open */
 	/* Counts changes of thp and of the config (scanner_policy_changed()):
 	 * what a scan judged holds while the generation is the same (0: a
 	 * process never scanned). */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "khugepaged.h"
 #include "procfs.h"
@@ -53,26 +54,111 @@ int parse_shmem_mode(const char *word, bool per_size, enum shmem_mode *out)
 	return -EINVAL;
 }
 
-/* The selected word of dir/file ("always [madvise] never" → "madvise"). */
-static int read_word(const char *dir, const char *file, char *out, size_t outlen)
+static const char *const thp_file_names[THP_NFILES] = {
+    [THP_F_ENABLED] = "enabled",
+    [THP_F_PMD] = "hugepages-2048kB/enabled",
+    [THP_F_SHMEM] = "shmem_enabled",
+    [THP_F_PMD_SHMEM] = "hugepages-2048kB/shmem_enabled",
+    [THP_F_MAX_PTES_NONE] = "khugepaged/max_ptes_none",
+};
+
+void thp_files_init(struct thp_files *f)
 {
-	char path[512], buf[256];
+	f->dir[0] = '\0';
+	for (unsigned i = 0; i < THP_NFILES; i++) {
+		f->fd[i] = -1;
+		f->absent[i] = false;
+	}
+}
+
+void thp_files_close(struct thp_files *f)
+{
+	for (unsigned i = 0; i < THP_NFILES; i++)
+		if (f->fd[i] >= 0)
+			close(f->fd[i]);
+	thp_files_init(f);
+}
+
+static bool thp_file_per_size(enum thp_file w)
+{
+	return w == THP_F_PMD || w == THP_F_PMD_SHMEM;
+}
+
+static int thp_file_open(const char *dir, enum thp_file w)
+{
+	char path[768];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, thp_file_names[w]);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t thp_files_read(struct thp_files *f, const char *dir, enum thp_file w, char *buf, size_t bufsize)
+{
+	ssize_t n;
+	int fd;
+
+	if (strcmp(f->dir, dir)) {
+		thp_files_close(f);
+		if ((size_t)snprintf(f->dir, sizeof(f->dir), "%s", dir) >= sizeof(f->dir)) {
+			f->dir[0] = '\0'; /* too long to keep: a read by path each time */
+			fd = thp_file_open(dir, w);
+			if (fd < 0)
+				return fd;
+			n = pread_one_shot(fd, buf, bufsize);
+			close(fd);
+			return n;
+		}
+	}
+	if (f->absent[w])
+		return -ENOENT;
+	if (f->fd[w] >= 0) {
+		n = pread_one_shot(f->fd[w], buf, bufsize);
+		if (n >= 0)
+			return n;
+		close(f->fd[w]);
+		f->fd[w] = -1;
+	}
+	fd = thp_file_open(dir, w);
+	if (fd < 0) {
+		if (fd == -ENOENT && thp_file_per_size(w))
+			f->absent[w] = true;
+		return fd;
+	}
+	n = pread_one_shot(fd, buf, bufsize);
+	if (n < 0)
+		close(fd);
+	else
+		f->fd[w] = fd;
+	return n;
+}
+
+/* The selected word of file w of dir ("always [madvise] never" →
+ * "madvise"), through f's kept fds, or by path when f is NULL. */
+static int read_word(struct thp_files *f, const char *dir, enum thp_file w, char *out, size_t outlen)
+{
+	char path[768], buf[256];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	if (f) {
+		n = thp_files_read(f, dir, w, buf, sizeof(buf));
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", dir, thp_file_names[w]);
+		n = read_small_file_at(AT_FDCWD, path, buf, sizeof(buf));
+	}
 	if (n < 0)
 		return (int)n;
 	return sysfs_selected(buf, out, outlen);
 }
 
 /* One knob, live and original. An absent per-size file is inherit. */
-static int read_knob(const char *dir, const struct khugepaged_saved *saved, const char *file, bool shmem, bool per_size,
-		     uint8_t *live, uint8_t *orig)
+static int read_knob(struct thp_files *f, const char *dir, const struct khugepaged_saved *saved, enum thp_file w,
+		     bool shmem, bool per_size, uint8_t *live, uint8_t *orig)
 {
 	char word[32];
-	const char *o;
-	int r = read_word(dir, file, word, sizeof(word));
+	const char *o, *file = thp_file_names[w];
+	int r = read_word(f, dir, w, word, sizeof(word));
 
 	if (r == -ENOENT && per_size) {
 		*live = shmem ? SHMEM_INHERIT : THP_INHERIT;
@@ -102,22 +188,27 @@ static int read_knob(const char *dir, const struct khugepaged_saved *saved, cons
 	return 0;
 }
 
-int thp_state_read(const char *dir, const struct khugepaged_saved *saved, struct thp_state *out)
+int thp_state_read_kept(struct thp_files *f, const char *dir, const struct khugepaged_saved *saved,
+			struct thp_state *out)
 {
 	struct thp_state st;
 	int r;
 
-	r = read_knob(dir, saved, "enabled", false, false, &st.live.enabled, &st.orig.enabled);
+	r = read_knob(f, dir, saved, THP_F_ENABLED, false, false, &st.live.enabled, &st.orig.enabled);
 	if (r == 0)
-		r = read_knob(dir, saved, "hugepages-2048kB/enabled", false, true, &st.live.pmd, &st.orig.pmd);
+		r = read_knob(f, dir, saved, THP_F_PMD, false, true, &st.live.pmd, &st.orig.pmd);
 	if (r == 0)
-		r = read_knob(dir, saved, "shmem_enabled", true, false, &st.live.shmem, &st.orig.shmem);
+		r = read_knob(f, dir, saved, THP_F_SHMEM, true, false, &st.live.shmem, &st.orig.shmem);
 	if (r == 0)
-		r = read_knob(dir, saved, "hugepages-2048kB/shmem_enabled", true, true, &st.live.pmd_shmem,
-			      &st.orig.pmd_shmem);
+		r = read_knob(f, dir, saved, THP_F_PMD_SHMEM, true, true, &st.live.pmd_shmem, &st.orig.pmd_shmem);
 	if (r == 0)
 		*out = st;
 	return r;
+}
+
+int thp_state_read(const char *dir, const struct khugepaged_saved *saved, struct thp_state *out)
+{
+	return thp_state_read_kept(NULL, dir, saved, out);
 }
 
 static bool mode_allows(unsigned m, bool hg)

@@ -72,6 +72,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "scan_result.h"
@@ -114,6 +115,28 @@ const char *shmem_mode_name(enum shmem_mode m);
  * per-size files read as inherit. Returns 0, or -errno when enabled or
  * shmem_enabled cannot be read or parsed (out is then untouched). */
 int thp_state_read(const char *dir, const struct khugepaged_saved *saved, struct thp_state *out);
+
+/* The files of the THP sysfs directory the policy refresh reads, kept open
+ * so that reading one again is a pread (the current value: a sysfs
+ * attribute renders itself at each read from offset 0), without the open's
+ * path walk through kernfs. */
+enum thp_file { THP_F_ENABLED, THP_F_PMD, THP_F_SHMEM, THP_F_PMD_SHMEM, THP_F_MAX_PTES_NONE, THP_NFILES };
+struct thp_files {
+	char dir[512];           /* the directory they are in ("": none yet) */
+	int fd[THP_NFILES];      /* -1: not open, opened at the next read */
+	bool absent[THP_NFILES]; /* a per-size file that does not exist: not looked for again */
+};
+void thp_files_init(struct thp_files *f);
+void thp_files_close(struct thp_files *f);
+/* Reads file which of dir into buf (NUL-terminated): the length or -errno
+ * (-ENOENT for an absent per-size file). A read that fails on a kept fd is
+ * tried once more on a fresh open; a file that cannot be opened is looked
+ * for again at the next read, an absent per-size one never. Another dir
+ * than the last closes all and starts over. */
+ssize_t thp_files_read(struct thp_files *f, const char *dir, enum thp_file which, char *buf, size_t bufsize);
+/* thp_state_read() through f's kept files. */
+int thp_state_read_kept(struct thp_files *f, const char *dir, const struct khugepaged_saved *saved,
+			struct thp_state *out);
 
 /* Does policy p, under scope, allow collapsing VMA v of a process in prctl
  * mode m? Only the THP policy: flags the kernel refuses anyway (hugetlb,

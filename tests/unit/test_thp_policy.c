@@ -5,6 +5,7 @@
  * files; when THPeligible is trusted; how the prctl mode is inferred; the
  * sysfs reader on a fake tree with recorded originals; the start-up line. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -411,6 +412,89 @@ static void test_state_read(void **state)
 	assert_int_equal(rmdir(tmp), 0);
 }
 
+/* The refresh's kept fds: a knob changed in place is seen at the next read
+ * through the same fd; a read that fails on a kept fd is tried again on a
+ * fresh open; an absent per-size file stays absent until the files are
+ * closed. */
+static void test_state_read_kept(void **state)
+{
+	(void)state;
+	struct thp_files f;
+	struct thp_state st;
+	char path[256], buf[32];
+	int fd, dirfd;
+
+	snprintf(tmp, sizeof(tmp), "/tmp/hc-thp-kept-XXXXXX");
+	assert_non_null(mkdtemp(tmp));
+	thp_files_init(&f);
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), -ENOENT);
+	put("enabled", "always madvise [never]\n");
+	put("shmem_enabled", "always within_size advise [never] deny force\n");
+	/* enabled is looked for again, and found. */
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.enabled, THP_NEVER);
+	assert_int_equal(st.live.pmd, THP_INHERIT);
+	fd = f.fd[THP_F_ENABLED];
+	assert_true(fd >= 0);
+
+	/* Changed in place, as a sysfs knob is: the same fd reads the new value. */
+	put("enabled", "always [madvise] never\n");
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.enabled, THP_MADVISE);
+	assert_int_equal(f.fd[THP_F_ENABLED], fd);
+	/* No path walk: the kept fd reads the file even once it is unlinked. */
+	assert_int_equal(unlink(strcat(strcpy(path, tmp), "/enabled")), 0);
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.enabled, THP_MADVISE);
+	put("enabled", "[always] madvise never\n");
+
+	/* A kept fd that fails (here: a directory in its place) is closed, and
+	 * the file read once more on a fresh open. */
+	dirfd = open(tmp, O_RDONLY | O_DIRECTORY);
+	assert_true(dirfd >= 0);
+	assert_int_equal(dup2(dirfd, fd), fd);
+	close(dirfd);
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.enabled, THP_ALWAYS);
+	assert_true(f.fd[THP_F_ENABLED] >= 0);
+
+	/* The per-size files appear: absent they stay, until closed. */
+	snprintf(path, sizeof(path), "%s/hugepages-2048kB", tmp);
+	assert_int_equal(mkdir(path, 0755), 0);
+	put("hugepages-2048kB/enabled", "always inherit [madvise] never\n");
+	put("hugepages-2048kB/shmem_enabled", "always inherit within_size [advise] never\n");
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.pmd, THP_INHERIT);
+	assert_int_equal(st.live.pmd_shmem, SHMEM_INHERIT);
+	thp_files_close(&f);
+	assert_int_equal(thp_state_read_kept(&f, tmp, NULL, &st), 0);
+	assert_int_equal(st.live.pmd, THP_MADVISE);
+	assert_int_equal(st.live.pmd_shmem, SHMEM_ADVISE);
+
+	/* khugepaged/max_ptes_none, read the same way. */
+	assert_int_equal(thp_files_read(&f, tmp, THP_F_MAX_PTES_NONE, buf, sizeof(buf)), -ENOENT);
+	snprintf(path, sizeof(path), "%s/khugepaged", tmp);
+	assert_int_equal(mkdir(path, 0755), 0);
+	put("khugepaged/max_ptes_none", "511\n");
+	assert_int_equal(thp_files_read(&f, tmp, THP_F_MAX_PTES_NONE, buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "511\n");
+	put("khugepaged/max_ptes_none", "0\n");
+	assert_int_equal(thp_files_read(&f, tmp, THP_F_MAX_PTES_NONE, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "0\n");
+	thp_files_close(&f);
+	for (int i = 0; i < THP_NFILES; i++)
+		assert_int_equal(f.fd[i], -1);
+
+	unlink(strcat(strcpy(path, tmp), "/khugepaged/max_ptes_none"));
+	rmdir(strcat(strcpy(path, tmp), "/khugepaged"));
+	unlink(strcat(strcpy(path, tmp), "/hugepages-2048kB/enabled"));
+	unlink(strcat(strcpy(path, tmp), "/hugepages-2048kB/shmem_enabled"));
+	rmdir(strcat(strcpy(path, tmp), "/hugepages-2048kB"));
+	unlink(strcat(strcpy(path, tmp), "/enabled"));
+	unlink(strcat(strcpy(path, tmp), "/shmem_enabled"));
+	assert_int_equal(rmdir(tmp), 0);
+}
+
 static void test_describe(void **state)
 {
 	(void)state;
@@ -456,12 +540,12 @@ static void test_describe(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_anon_matrix),   cmocka_unit_test(test_anon_per_size),
-	    cmocka_unit_test(test_shmem_matrix),  cmocka_unit_test(test_shmem_per_size),
-	    cmocka_unit_test(test_shmem_sources), cmocka_unit_test(test_file_and_special),
-	    cmocka_unit_test(test_vma_check),     cmocka_unit_test(test_prctl_infer),
-	    cmocka_unit_test(test_parse_modes),   cmocka_unit_test(test_state_read),
-	    cmocka_unit_test(test_describe),
+	    cmocka_unit_test(test_anon_matrix),     cmocka_unit_test(test_anon_per_size),
+	    cmocka_unit_test(test_shmem_matrix),    cmocka_unit_test(test_shmem_per_size),
+	    cmocka_unit_test(test_shmem_sources),   cmocka_unit_test(test_file_and_special),
+	    cmocka_unit_test(test_vma_check),       cmocka_unit_test(test_prctl_infer),
+	    cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_state_read),
+	    cmocka_unit_test(test_state_read_kept), cmocka_unit_test(test_describe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,6 +362,7 @@ static struct scan_input scan_input(struct engine *e)
 				   .sysfs_thp = e->paths->thp,
 				   .khp = e->khp,
 				   .cold = &e->cold.ranges,
+				   .advised = cold_watch_active(&e->cold) ? &e->cold : NULL,
 				   .now = e->now,
 				   .pass_start = e->pass_start,
 				   .no_except_advised = e->no_except_advised};
@@ -490,7 +491,7 @@ static bool pass_can_idle(struct engine *e, double now)
 		sampling = c->rules[i].policy.access_sampling;
 	if (sampling || e->pending || e->scanner.resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
 	    now - e->last_full_pass >= c->full_rescan_s || sampler_rang(&e->sampler) ||
-	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at))
+	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at) || e->cold.advised.n)
 		return false;
 	return sampler_mapped_quiet(&e->sampler, now);
 }
@@ -542,6 +543,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		scanner_pass(&e->scanner, &in, e->st, e->nst, &f, o, ps, now,
 			     o->dry_run ? NULL : e->dispatch.madvise_fn);
 	}
+	/* The opt-ins were news for this pass's scan; those drained later
+	 * (before each call) are for the next. A scan stopped midway keeps
+	 * them for the processes it did not reach. */
+	if (!e->scanner.resume_pid)
+		fault_pids_reset(&e->cold.advised);
 	r = build_candidates(e, o, ps, now);
 	if (r == 0 && o->dry_run)
 		count_would_collapse(e, ps);

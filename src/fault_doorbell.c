@@ -156,6 +156,7 @@ void fault_doorbell_close(struct fault_doorbell *d)
 	free(d->fd);
 	free(d->page);
 	fault_pids_free(&d->kept);
+	fault_pids_free(&d->peek);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -217,7 +218,9 @@ bool fault_doorbell_rang(const struct fault_doorbell *d)
 }
 
 /* Consumes every ring into out (unfinished). 0 or -ENOMEM. */
-static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
+/* Appends who the rings name to out; consumes the records if drain (else
+ * the next look sees them again). */
+static int read_rings(struct fault_doorbell *d, struct fault_pids *out, bool drain)
 {
 	size_t pagesz = d->map_len / (1 + DOORBELL_PAGES);
 
@@ -235,13 +238,31 @@ static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
 		} else {
 			r = parse_fault_ring_buf((const uint8_t *)d->page[i] + off, size, tail, head, out);
 		}
-		consume(d->page[i], head);
+		if (drain)
+			consume(d->page[i], head);
 		if (r == -EINVAL)
 			out->lost = true;
 		else if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
+{
+	return read_rings(d, out, true);
+}
+
+bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples)
+{
+	fault_pids_reset(&d->peek);
+	if (d->ncpu == 0 || read_rings(d, &d->peek, false) < 0)
+		return false;
+	fault_pids_finish(&d->peek);
+	for (size_t i = 0; i < d->peek.n; i++)
+		if (d->peek.count[i] >= min_samples)
+			return true;
+	return false;
 }
 
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)

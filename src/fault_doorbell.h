@@ -65,6 +65,7 @@ struct fault_doorbell {
 	char online[DOORBELL_ONLINE_MAX];     /* the online list when last opened */
 	unsigned opens;                       /* (re)opens: each changed the fds */
 	struct fault_pids kept;               /* drained from rings closed by a refresh */
+	struct fault_pids peek;               /* fault_doorbell_hot()'s scratch */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
@@ -94,6 +95,12 @@ bool fault_doorbell_rang(const struct fault_doorbell *d);
  * Returns 0, -ENODEV when there is no doorbell (out->lost is then set), or
  * -ENOMEM. */
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
+
+/* Whether one process has at least min_samples records in the rings (of
+ * DOORBELL_PERIOD faults each) since the last drain: news worth a pass
+ * before its time. Reads the rings without consuming them; lost records
+ * are no news (the next pass samples everyone anyway). */
+bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples);
 
 /* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
  * DOORBELL_WAKEUP samples; for an event loop to sleep on. */

@@ -106,6 +106,13 @@ const struct proc_state *engine_find(const struct engine *e, pid_t pid)
 	return proc_state_find(e->st, e->nst, pid);
 }
 
+/* Back to back, each doorbell wake-up runs a pass; with a timer it only
+ * asks whether news warrant one early (fault_doorbell.h). */
+static unsigned doorbell_wakeup(const struct config *cfg)
+{
+	return cfg->scan_interval_ms ? DOORBELL_WAKEUP_NEWS : DOORBELL_WAKEUP;
+}
+
 int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths)
 {
 	int r;
@@ -151,7 +158,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
-	sampler_open_doorbell(&e->sampler, e->now());
+	sampler_open_doorbell(&e->sampler, e->now(), doorbell_wakeup(cfg));
 	return 0;
 }
 
@@ -234,6 +241,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
+	sampler_doorbell_wakeup(&e->sampler, doorbell_wakeup(cfg));
 	scanner_policy_changed(&e->scanner); /* what was closed under the old rules may not be */
 	open_vmstat(e, cfg);
 	for (size_t i = 0; i < e->nst; i++)
@@ -263,6 +271,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .partial_samples = e->sampler.partial_samples,
 				     .stat_reads = e->sampler.stat_reads,
 				     .doorbell_wakeups = e->doorbell_wakeups,
+				     .news_passes = e->news_passes,
 				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->scanner.resume_pid,
 				     .block_hist = e->dispatch.block_hist,
@@ -277,6 +286,17 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 void engine_count_wakeup(struct engine *e)
 {
 	e->doorbell_wakeups++;
+}
+
+bool engine_news(struct engine *e, uint32_t min_samples)
+{
+	engine_cold_drain(e);
+	return e->cold.advised.n || sampler_hot(&e->sampler, min_samples);
+}
+
+void engine_count_news(struct engine *e)
+{
+	e->news_passes++;
 }
 
 const struct fault_doorbell *engine_doorbell(const struct engine *e)

@@ -81,6 +81,7 @@ struct engine {
 	size_t ncands, capcands;
 	struct dispatcher dispatch; /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
 	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
+	uint64_t news_passes;       /* timer: passes run early for news (service) */
 	double last_full_pass;      /* monotonic seconds */
 	size_t pending;             /* candidate blocks remembered after the last pass */
 	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
@@ -150,6 +151,12 @@ struct engine_view engine_view(const struct engine *e);
 void engine_stats_get(const struct engine *e, struct engine_stats *out);
 /* The service's doorbell poll woke a pass (back to back). */
 void engine_count_wakeup(struct engine *e);
+/* Whether news warrant a pass before its time (news_gate.h): a process
+ * with min_samples doorbell records since the last pass, or one that
+ * called madvise(MADV_HUGEPAGE) (drains the MADV_COLD observer). */
+bool engine_news(struct engine *e, uint32_t min_samples);
+/* The service ran a pass early for news. */
+void engine_count_news(struct engine *e);
 /* The doorbell, for the service to poll its fds; the MADV_COLD observer,
  * to say how it is watched. */
 const struct fault_doorbell *engine_doorbell(const struct engine *e);

@@ -15,7 +15,7 @@
 
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
+static int sys_open_cpu(void *ctx, int cpu, size_t len, unsigned wakeup, int *fd, void **page)
 {
 	struct perf_event_attr attr;
 	void *p;
@@ -27,7 +27,7 @@ static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
 	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
 	attr.sample_period = DOORBELL_PERIOD;
 	attr.sample_type = PERF_SAMPLE_TID; /* who faulted */
-	attr.wakeup_events = DOORBELL_WAKEUP;
+	attr.wakeup_events = wakeup;
 	attr.exclude_hv = 1;
 	*fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (*fd < 0)
@@ -100,7 +100,7 @@ static int open_events(struct fault_doorbell *d)
 	if (d->ops->read_online(d->ops->ctx, d->online, sizeof(d->online)) < 0)
 		d->online[0] = '\0';
 	for (int cpu = 0; cpu < d->possible; cpu++) {
-		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, &fd, &d->page[d->ncpu]);
+		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, d->wakeup, &fd, &d->page[d->ncpu]);
 
 		if (r == -ENODEV || r == -EINVAL) /* offline or not present */
 			continue;
@@ -117,13 +117,15 @@ static int open_events(struct fault_doorbell *d)
 	return err;
 }
 
-int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible)
+int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible,
+			    unsigned wakeup)
 {
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	if (possible < 1)
+	if (possible < 1 || wakeup < 1)
 		return -EINVAL;
+	d->wakeup = wakeup;
 	d->possible = possible;
 	d->ops = ops;
 	d->fd = calloc((size_t)possible, sizeof(*d->fd));
@@ -143,10 +145,10 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	return 0;
 }
 
-int fault_doorbell_open(struct fault_doorbell *d)
+int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup)
 {
 	/* Every CPU that can ever come online, not only those online now. */
-	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF));
+	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF), wakeup);
 }
 
 void fault_doorbell_close(struct fault_doorbell *d)
@@ -289,6 +291,14 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 		return r;
 	fault_pids_finish(out);
 	return 0;
+}
+
+int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup)
+{
+	if (wakeup < 1 || wakeup == d->wakeup)
+		return 0;
+	d->wakeup = wakeup;
+	return fault_doorbell_refresh(d, true);
 }
 
 int fault_doorbell_fd(const struct fault_doorbell *d, int i)

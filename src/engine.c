@@ -288,10 +288,27 @@ void engine_count_wakeup(struct engine *e)
 	e->doorbell_wakeups++;
 }
 
-bool engine_news(struct engine *e, uint32_t min_samples)
+static void add_news(struct engine *e, pid_t pid)
 {
+	if (e->nnews < ENGINE_NEWS_MAX)
+		e->news[e->nnews] = pid;
+	e->nnews++; /* past the array: too many to scan one by one */
+}
+
+size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids)
+{
+	const struct fault_pids *p;
+
 	engine_cold_drain(e);
-	return e->cold.advised.n || sampler_hot(&e->sampler, min_samples);
+	e->nnews = 0;
+	for (size_t i = 0; i < e->cold.advised.n; i++)
+		add_news(e, e->cold.advised.pid[i]);
+	p = sampler_peek(&e->sampler);
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->count[i] >= min_samples && !cold_watch_advised(&e->cold, p->pid[i]))
+			add_news(e, p->pid[i]);
+	*pids = e->nnews <= ENGINE_NEWS_MAX ? e->news : NULL;
+	return e->nnews;
 }
 
 void engine_count_news(struct engine *e)
@@ -560,7 +577,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		const struct scan_input in = scan_input(e);
 
 		/* The lazy-free probe changes memory: never in a dry run. */
-		scanner_pass(&e->scanner, &in, e->st, e->nst, &f, o, ps, now,
+		struct pid_filter sf = f;
+
+		if (o->nscan_only && !o->npids)
+			sf = (struct pid_filter){.pids = o->scan_only, .npids = o->nscan_only, .self = e->self};
+		scanner_pass(&e->scanner, &in, e->st, e->nst, &sf, o, ps, now,
 			     o->dry_run ? NULL : e->dispatch.madvise_fn);
 	}
 	/* The opt-ins were news for this pass's scan; those drained later

@@ -52,7 +52,12 @@ struct pass_options {
 	bool dry_run;
 	bool unlimited; /* --once: collapse every candidate, no budget */
 	const pid_t *pids;
-	size_t npids;    /* 0: every process */
+	size_t npids; /* 0: every process */
+	/* A news pass (news_gate.h): only these are scanned; the sample and
+	 * the selection are those of any pass, so what changed elsewhere is
+	 * still seen at the next. 0: every process. */
+	const pid_t *scan_only;
+	size_t nscan_only;
 	bool allow_idle; /* daemon: skip the pass when no fault happened
 			  * anywhere and nothing is pending (fault_doorbell) */
 	/* Asked between processes and between the VMAs of one process; true

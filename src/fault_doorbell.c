@@ -255,14 +255,21 @@ static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
 	return read_rings(d, out, true);
 }
 
-bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples)
+const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d)
 {
 	fault_pids_reset(&d->peek);
 	if (d->ncpu == 0 || read_rings(d, &d->peek, false) < 0)
-		return false;
+		return NULL;
 	fault_pids_finish(&d->peek);
-	for (size_t i = 0; i < d->peek.n; i++)
-		if (d->peek.count[i] >= min_samples)
+	return &d->peek;
+}
+
+bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples)
+{
+	const struct fault_pids *p = fault_doorbell_peek(d);
+
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->count[i] >= min_samples)
 			return true;
 	return false;
 }

@@ -110,6 +110,10 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
  * before its time. Reads the rings without consuming them; lost records
  * are no news (the next pass samples everyone anyway). */
 bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples);
+/* Who the rings name since the last drain, with their counts (finished),
+ * read without consuming them; valid until the next peek. NULL without
+ * events or for an error. */
+const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d);
 
 /* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
  * d->wakeup samples; for an event loop to sleep on. */

@@ -94,9 +94,9 @@ void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup)
 		log_warn("cannot open the page-fault doorbell again: every pass samples every process");
 }
 
-bool sampler_hot(struct sampler *sm, uint32_t min_samples)
+const struct fault_pids *sampler_peek(struct sampler *sm)
 {
-	return fault_doorbell_hot(&sm->doorbell, min_samples);
+	return fault_doorbell_peek(&sm->doorbell);
 }
 
 bool sampler_mapped_quiet(struct sampler *sm, double now)

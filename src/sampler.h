@@ -97,9 +97,9 @@ int sampler_pass(struct sampler *sm, const struct sample_input *in, const struct
 
 /* Whether the doorbell rang since it was last drained. */
 bool sampler_rang(const struct sampler *sm);
-/* Whether one process has min_samples doorbell records since the last
- * drain (fault_doorbell_hot()); false without a doorbell. */
-bool sampler_hot(struct sampler *sm, uint32_t min_samples);
+/* Who the doorbell names since the last drain, with counts
+ * (fault_doorbell_peek()); NULL without a doorbell. */
+const struct fault_pids *sampler_peek(struct sampler *sm);
 /* Whether no memory was mapped without faults (seen by the meminfo watch,
  * remembered for the next sample). */
 bool sampler_mapped_quiet(struct sampler *sm, double now);

@@ -51,7 +51,7 @@ struct service {
 	 * their gate (news_gate.h). */
 	sd_event_source **news;
 	int nnews;
-	sd_event_source *news_later; /* a look put off to the gap's end */
+	sd_event_source *news_later; /* a storm: look and listen again at the gap's end */
 	struct news_gate news_gate;
 	unsigned news_opens;                 /* the doorbell's opens when news was built */
 	int news_cold;                       /* the observer's CPUs when news was built */
@@ -195,10 +195,13 @@ static void log_pass(struct service *s, const struct pass_stats *ps)
 			   ps->scan_s * 1e3, ps->collapse_s * 1e3);
 }
 
-/* Returns true if the pass was idle; *out (if not NULL) gets its stats. */
-static bool run_pass(struct service *s, struct pass_stats *out)
+/* Returns true if the pass was idle; *out (if not NULL) gets its stats.
+ * only[0..nonly): a news pass, which scans those alone (0: every one). */
+static bool run_pass(struct service *s, const pid_t *only, size_t nonly, struct pass_stats *out)
 {
 	struct pass_options o = {.max_seconds = s->max_pass_s,
+				 .scan_only = only,
+				 .nscan_only = nonly,
 				 .allow_idle = true,
 				 .interrupted = stop_requested,
 				 .dry_run = s->cfg.mode == RUN_OBSERVE};
@@ -247,7 +250,7 @@ static void drop_bells(struct service *s)
 
 static void back_to_back_pass(struct service *s)
 {
-	bool idle = run_pass(s, NULL);
+	bool idle = run_pass(s, NULL, 0, NULL);
 	struct engine_stats es;
 	const struct engine_stats *e = &es;
 
@@ -316,22 +319,34 @@ static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
 /* With a timer (scan_interval_ms > 0), news runs a pass at once instead
  * of at the next tick (news_gate.h says what news is and bounds what a
  * storm of it costs): the doorbell's poll wakes after DOORBELL_WAKEUP
- * records on a CPU, the MADV_COLD observer's after each record. Each
- * wake-up in NEWS_GAP_S after a look is put off to the gap's end, once (a
- * timer); the sources stay listened to, since perf's poll reports each
- * wake-up once and adding them back would cost an epoll_ctl() per fd. */
+ * records on a CPU, the MADV_COLD observer's after each record. A wake-up
+ * NEWS_GAP_S or more after the last look is looked at; one sooner (a storm:
+ * a program may call madvise() in a loop, each call a record) stops the
+ * listening until the gap's end, when a timer looks and listens again
+ * (epoll then asks perf for what came meanwhile). Wake-ups further apart
+ * cost no epoll_ctl(): perf's poll reports each one once. */
 static void follow_news(struct service *s);
+
+static void set_news(struct service *s, int enabled)
+{
+	for (int i = 0; i < s->nnews; i++)
+		sd_event_source_set_enabled(s->news[i], enabled);
+}
 
 static void look_for_news(struct service *s)
 {
 	double now = monotonic_seconds();
+	const pid_t *news;
+	size_t n;
 	struct pass_stats ps;
 
 	news_gate_looked(&s->news_gate, now);
-	if (!engine_news(&s->engine, NEWS_FAULT_SAMPLES) || !news_gate_may_pass(&s->news_gate, now))
+	n = engine_news(&s->engine, NEWS_FAULT_SAMPLES, &news);
+	if (!n || !news_gate_may_pass(&s->news_gate, now))
 		return;
 	engine_count_news(&s->engine);
-	run_pass(s, &ps);
+	/* Only the news is scanned: the rest waits for the timer. */
+	run_pass(s, news, news ? n : 0, &ps);
 	news_gate_ran(&s->news_gate, now, ps.scan_s);
 	follow_news(s);
 }
@@ -340,7 +355,6 @@ static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdat
 {
 	struct service *s = userdata;
 	double wait = news_gate_wait(&s->news_gate, monotonic_seconds());
-	int armed = SD_EVENT_OFF;
 
 	(void)src;
 	(void)fd;
@@ -349,8 +363,7 @@ static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdat
 		look_for_news(s);
 		return 0;
 	}
-	if (sd_event_source_get_enabled(s->news_later, &armed) >= 0 && armed != SD_EVENT_OFF)
-		return 0; /* a look is due at the gap's end already */
+	set_news(s, SD_EVENT_OFF);
 	sd_event_source_set_time_relative(s->news_later, (uint64_t)(wait * 1e6) + 1);
 	sd_event_source_set_enabled(s->news_later, SD_EVENT_ONESHOT);
 	return 0;
@@ -358,9 +371,12 @@ static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdat
 
 static int on_news_later(sd_event_source *src, uint64_t usec, void *userdata)
 {
+	struct service *s = userdata;
+
 	(void)src;
 	(void)usec;
-	look_for_news(userdata);
+	set_news(s, SD_EVENT_ON);
+	look_for_news(s);
 	return 0;
 }
 
@@ -487,7 +503,7 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	if (s->back_to_back) {
 		back_to_back_pass(s);
 	} else {
-		run_pass(s, NULL);
+		run_pass(s, NULL, 0, NULL);
 		follow_news(s);
 	}
 	sd_event_source_set_time_relative(src, tick_usec(s));

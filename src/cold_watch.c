@@ -183,7 +183,12 @@ int cold_watch_apply(struct cold_watch *w, const struct cold_call *c)
 	uint64_t behavior = c->process ? c->a[1] : c->a[2];
 	pid_t target;
 
-	if (c->pid == w->self || (behavior != MADV_COLD && behavior != MADV_PAGEOUT))
+	if (c->pid == w->self)
+		return 0;
+	/* process_madvise() refuses MADV_HUGEPAGE (EINVAL): only madvise(). */
+	if (behavior == MADV_HUGEPAGE)
+		return !c->process && fault_pids_add(&w->advised, c->pid) < 0;
+	if (behavior != MADV_COLD && behavior != MADV_PAGEOUT)
 		return 0;
 	w->calls++;
 	if (!c->process)
@@ -226,6 +231,7 @@ int cold_watch_drain(struct cold_watch *w)
 			d.lost = true;
 		__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
 	}
+	fault_pids_finish(&w->advised);
 	if (d.lost)
 		w->losses++;
 	return d.lost;
@@ -234,6 +240,16 @@ int cold_watch_drain(struct cold_watch *w)
 bool cold_watch_active(const struct cold_watch *w)
 {
 	return w->ncpu > 0;
+}
+
+int cold_watch_fd(const struct cold_watch *w, int i)
+{
+	return w->fd[i];
+}
+
+bool cold_watch_advised(const struct cold_watch *w, pid_t pid)
+{
+	return fault_pids_has(&w->advised, pid);
 }
 
 /* The two format files, read where tracefs is mounted. */
@@ -291,11 +307,9 @@ static int read_formats_detached(struct formats *f)
 	return r;
 }
 
-static int open_event(const struct trace_fields *tf, int cpu, int group)
+static int open_attr(const struct trace_fields *tf, int cpu, uint32_t wakeup)
 {
 	struct perf_event_attr attr;
-	/* Only the advice that clears referenced bits reaches the ring. */
-	const char *filter = "behavior == 20 || behavior == 21";
 	int fd;
 
 	memset(&attr, 0, sizeof(attr));
@@ -304,12 +318,30 @@ static int open_event(const struct trace_fields *tf, int cpu, int group)
 	attr.config = tf->id;
 	attr.sample_period = 1;
 	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_RAW;
-	attr.wakeup_events = 1u << 30; /* drained, never polled */
+	attr.wakeup_events = wakeup;
 	fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_event(const struct trace_fields *tf, int cpu, int group)
+{
+	/* Only the advice that clears referenced bits, and the opt-in,
+	 * reach the ring. */
+	const char *filter = "behavior == 20 || behavior == 21 || behavior == 14";
+	/* Each recorded call is news the service may wake for. */
+	int fd = open_attr(tf, cpu, 1);
+
 	if (fd < 0)
-		return -errno;
-	/* Without a filter every madvise() is recorded; the drain filters. */
-	(void)ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter);
+		return fd;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
+		/* Without a filter every madvise() is recorded and the drain
+		 * filters; a wake-up for each (malloc's MADV_DONTNEED) would
+		 * cost more than the news: never polled then. */
+		close(fd);
+		fd = open_attr(tf, cpu, 1u << 30);
+		if (fd < 0)
+			return fd;
+	}
 	if (group >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, group) < 0) {
 		int err = -errno;
 
@@ -330,6 +362,7 @@ void cold_watch_close(struct cold_watch *w)
 	free(w->fd2);
 	free(w->page);
 	cold_ranges_free(&w->ranges);
+	fault_pids_free(&w->advised);
 	memset(w, 0, sizeof(*w));
 }
 

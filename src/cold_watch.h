@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cold_watch: the ranges processes give MADV_COLD and MADV_PAGEOUT, from
  * the syscall tracepoints syscalls:sys_enter_madvise and
- * sys_enter_process_madvise, into cold_ranges.h.
+ * sys_enter_process_madvise, into cold_ranges.h; and who opted in with
+ * MADV_HUGEPAGE (advised), news that no counter shows: the scanner reads
+ * such a process again at the next pass (rescan_reason.h), and the ring's
+ * poll wakes the service for that pass at once.
  *
  * One perf tracepoint event per CPU and syscall, system-wide, with a filter
- * (behavior == MADV_COLD || behavior == MADV_PAGEOUT), so only those calls
- * reach the per-CPU rings (PERF_SAMPLE_TID | PERF_SAMPLE_RAW: caller, and
- * the call's arguments as the tracepoint's format file lays them out). The
- * rings are drained by reading memory, no system call, before each pass and
- * before each collapse call.
+ * (behavior == MADV_COLD || behavior == MADV_PAGEOUT || behavior ==
+ * MADV_HUGEPAGE), so only those calls reach the per-CPU rings
+ * (PERF_SAMPLE_TID | PERF_SAMPLE_RAW: caller, and the call's arguments as
+ * the tracepoint's format file lays them out); each record makes the ring's
+ * fd readable. The rings are drained by reading memory, no system call,
+ * before each pass and before each collapse call.
  *
  * What it cannot see, each failing toward "cold" where it can tell:
  * - process_madvise(): its ranges sit in the caller's memory (vec), which a
@@ -39,9 +43,13 @@
 #include <sys/types.h>
 
 #include "cold_ranges.h"
+#include "fault_ring.h"
 
 #define COLD_WATCH_PAGES 16 /* data pages per CPU: about 1000 records */
 
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
 #ifndef MADV_COLD
 #define MADV_COLD 20
 #endif
@@ -86,7 +94,11 @@ struct cold_watch {
 	pid_t self;            /* our own calls (the lazy-free probe) are not advice */
 	const char *proc_root; /* for the fdinfo of a process_madvise caller */
 	struct cold_ranges ranges;
-	uint64_t calls;      /* calls recorded */
+	/* Callers of madvise(MADV_HUGEPAGE) since the engine last reset it
+	 * (finished: sorted, unique). A lost one is news missed, not a wrong
+	 * decision: the policy recheck (rescan_reason.h) finds it later. */
+	struct fault_pids advised;
+	uint64_t calls;      /* MADV_COLD/MADV_PAGEOUT calls recorded */
 	uint64_t losses;     /* drains that lost records (or a target) */
 	uint64_t unresolved; /* process_madvise calls whose target could not be read */
 	/* When the first process holding lack_referenced_page blocks is due
@@ -102,7 +114,13 @@ bool cold_watch_active(const struct cold_watch *w);
 /* Closes the events; the ranges are freed too. */
 void cold_watch_close(struct cold_watch *w);
 
-/* Moves what the rings hold into w->ranges. Returns 1 if records (or a
+/* The event fd of CPU slot i (0 <= i < w->ncpu), readable after a
+ * record: for an event loop to sleep on. */
+int cold_watch_fd(const struct cold_watch *w, int i);
+/* Whether pid called madvise(MADV_HUGEPAGE) since advised was reset. */
+bool cold_watch_advised(const struct cold_watch *w, pid_t pid);
+
+/* Moves what the rings hold into w->ranges and w->advised. Returns 1 if records (or a
  * process_madvise target) were lost: the caller must then make every
  * process it knows whole (cold_ranges_whole); 0 otherwise. */
 int cold_watch_drain(struct cold_watch *w);

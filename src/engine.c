@@ -106,6 +106,13 @@ const struct proc_state *engine_find(const struct engine *e, pid_t pid)
 	return proc_state_find(e->st, e->nst, pid);
 }
 
+/* Back to back, each doorbell wake-up runs a pass; with a timer it only
+ * asks whether news warrant one early (fault_doorbell.h). */
+static unsigned doorbell_wakeup(const struct config *cfg)
+{
+	return cfg->scan_interval_ms ? DOORBELL_WAKEUP_NEWS : DOORBELL_WAKEUP;
+}
+
 int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths)
 {
 	int r;
@@ -151,7 +158,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
-	sampler_open_doorbell(&e->sampler, e->now());
+	sampler_open_doorbell(&e->sampler, e->now(), doorbell_wakeup(cfg));
 	return 0;
 }
 
@@ -234,6 +241,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
+	sampler_doorbell_wakeup(&e->sampler, doorbell_wakeup(cfg));
 	scanner_policy_changed(&e->scanner); /* what was closed under the old rules may not be */
 	open_vmstat(e, cfg);
 	for (size_t i = 0; i < e->nst; i++)
@@ -263,6 +271,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .partial_samples = e->sampler.partial_samples,
 				     .stat_reads = e->sampler.stat_reads,
 				     .doorbell_wakeups = e->doorbell_wakeups,
+				     .news_passes = e->news_passes,
 				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->scanner.resume_pid,
 				     .block_hist = e->dispatch.block_hist,
@@ -277,6 +286,34 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 void engine_count_wakeup(struct engine *e)
 {
 	e->doorbell_wakeups++;
+}
+
+static void add_news(struct engine *e, pid_t pid)
+{
+	if (e->nnews < ENGINE_NEWS_MAX)
+		e->news[e->nnews] = pid;
+	e->nnews++; /* past the array: too many to scan one by one */
+}
+
+size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids)
+{
+	const struct fault_pids *p;
+
+	engine_cold_drain(e);
+	e->nnews = 0;
+	for (size_t i = 0; i < e->cold.advised.n; i++)
+		add_news(e, e->cold.advised.pid[i]);
+	p = sampler_peek(&e->sampler);
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->count[i] >= min_samples && !cold_watch_advised(&e->cold, p->pid[i]))
+			add_news(e, p->pid[i]);
+	*pids = e->nnews <= ENGINE_NEWS_MAX ? e->news : NULL;
+	return e->nnews;
+}
+
+void engine_count_news(struct engine *e)
+{
+	e->news_passes++;
 }
 
 const struct fault_doorbell *engine_doorbell(const struct engine *e)
@@ -362,6 +399,7 @@ static struct scan_input scan_input(struct engine *e)
 				   .sysfs_thp = e->paths->thp,
 				   .khp = e->khp,
 				   .cold = &e->cold.ranges,
+				   .advised = cold_watch_active(&e->cold) ? &e->cold : NULL,
 				   .now = e->now,
 				   .pass_start = e->pass_start,
 				   .no_except_advised = e->no_except_advised};
@@ -490,7 +528,7 @@ static bool pass_can_idle(struct engine *e, double now)
 		sampling = c->rules[i].policy.access_sampling;
 	if (sampling || e->pending || e->scanner.resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
 	    now - e->last_full_pass >= c->full_rescan_s || sampler_rang(&e->sampler) ||
-	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at))
+	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at) || e->cold.advised.n)
 		return false;
 	return sampler_mapped_quiet(&e->sampler, now);
 }
@@ -539,9 +577,18 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		const struct scan_input in = scan_input(e);
 
 		/* The lazy-free probe changes memory: never in a dry run. */
-		scanner_pass(&e->scanner, &in, e->st, e->nst, &f, o, ps, now,
+		struct pid_filter sf = f;
+
+		if (o->nscan_only && !o->npids)
+			sf = (struct pid_filter){.pids = o->scan_only, .npids = o->nscan_only, .self = e->self};
+		scanner_pass(&e->scanner, &in, e->st, e->nst, &sf, o, ps, now,
 			     o->dry_run ? NULL : e->dispatch.madvise_fn);
 	}
+	/* The opt-ins were news for this pass's scan; those drained later
+	 * (before each call) are for the next. A scan stopped midway keeps
+	 * them for the processes it did not reach. */
+	if (!e->scanner.resume_pid)
+		fault_pids_reset(&e->cold.advised);
 	r = build_candidates(e, o, ps, now);
 	if (r == 0 && o->dry_run)
 		count_would_collapse(e, ps);

@@ -66,6 +66,8 @@
 
 struct memcg_gate;
 
+#define ENGINE_NEWS_MAX 64
+
 struct engine {
 	const struct config *cfg;
 	struct procs *procs;
@@ -79,15 +81,18 @@ struct engine {
 	size_t nst, capst;
 	struct candidate *cands; /* the last pass's order */
 	size_t ncands, capcands;
-	struct dispatcher dispatch; /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
-	uint64_t doorbell_wakeups;  /* back to back: passes the doorbell's poll woke (service) */
-	double last_full_pass;      /* monotonic seconds */
-	size_t pending;             /* candidate blocks remembered after the last pass */
-	size_t partial_scans;       /* processes left with a scan_cursor after the last pass */
-	double pass_start;          /* this pass's start (e->now) */
-	uint64_t passes_idle;       /* passes skipped by the doorbell */
-	struct pass_stats total;    /* since start */
-	struct pass_stats last;     /* the last pass */
+	struct dispatcher dispatch;  /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
+	uint64_t doorbell_wakeups;   /* back to back: passes the doorbell's poll woke (service) */
+	uint64_t news_passes;        /* timer: passes run early for news (service) */
+	pid_t news[ENGINE_NEWS_MAX]; /* engine_news()'s list */
+	size_t nnews;
+	double last_full_pass;   /* monotonic seconds */
+	size_t pending;          /* candidate blocks remembered after the last pass */
+	size_t partial_scans;    /* processes left with a scan_cursor after the last pass */
+	double pass_start;       /* this pass's start (e->now) */
+	uint64_t passes_idle;    /* passes skipped by the doorbell */
+	struct pass_stats total; /* since start */
+	struct pass_stats last;  /* the last pass */
 	uint64_t passes;
 	/* For the scanner, set by the daemon after engine_init(). khp: what
 	 * the daemon changed of the THP policy (NULL: nothing, as for
@@ -150,6 +155,15 @@ struct engine_view engine_view(const struct engine *e);
 void engine_stats_get(const struct engine *e, struct engine_stats *out);
 /* The service's doorbell poll woke a pass (back to back). */
 void engine_count_wakeup(struct engine *e);
+/* Which processes are news that warrant a pass before its time
+ * (news_gate.h): those with min_samples doorbell records since the last
+ * pass, and those that called madvise(MADV_HUGEPAGE) (drains the MADV_COLD
+ * observer). Returns how many; *pids is their list (for
+ * pass_options.scan_only, valid until the next call), or NULL when there
+ * are more than ENGINE_NEWS_MAX (scan every process then). */
+size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids);
+/* The service ran a pass early for news. */
+void engine_count_news(struct engine *e);
 /* The doorbell, for the service to poll its fds; the MADV_COLD observer,
  * to say how it is watched. */
 const struct fault_doorbell *engine_doorbell(const struct engine *e);

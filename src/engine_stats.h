@@ -52,7 +52,12 @@ struct pass_options {
 	bool dry_run;
 	bool unlimited; /* --once: collapse every candidate, no budget */
 	const pid_t *pids;
-	size_t npids;    /* 0: every process */
+	size_t npids; /* 0: every process */
+	/* A news pass (news_gate.h): only these are scanned; the sample and
+	 * the selection are those of any pass, so what changed elsewhere is
+	 * still seen at the next. 0: every process. */
+	const pid_t *scan_only;
+	size_t nscan_only;
 	bool allow_idle; /* daemon: skip the pass when no fault happened
 			  * anywhere and nothing is pending (fault_doorbell) */
 	/* Asked between processes and between the VMAs of one process; true
@@ -92,6 +97,7 @@ struct engine_stats {
 	uint64_t passes, passes_idle;
 	uint64_t full_samples, partial_samples, stat_reads; /* the sampler's */
 	uint64_t doorbell_wakeups;                          /* back to back: passes the doorbell's poll woke */
+	uint64_t news_passes;                               /* timer: passes news ran early (news_gate.h) */
 	unsigned doorbell_opens;                            /* fault_doorbell.opens: each changed the fds */
 	pid_t resume_pid;                                   /* a pass ran out of time: the next resumes here */
 	struct histogram block_hist;                        /* seconds per block */

@@ -15,7 +15,7 @@
 
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
+static int sys_open_cpu(void *ctx, int cpu, size_t len, unsigned wakeup, int *fd, void **page)
 {
 	struct perf_event_attr attr;
 	void *p;
@@ -27,7 +27,7 @@ static int sys_open_cpu(void *ctx, int cpu, size_t len, int *fd, void **page)
 	attr.config = PERF_COUNT_SW_PAGE_FAULTS;
 	attr.sample_period = DOORBELL_PERIOD;
 	attr.sample_type = PERF_SAMPLE_TID; /* who faulted */
-	attr.wakeup_events = DOORBELL_WAKEUP;
+	attr.wakeup_events = wakeup;
 	attr.exclude_hv = 1;
 	*fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (*fd < 0)
@@ -100,7 +100,7 @@ static int open_events(struct fault_doorbell *d)
 	if (d->ops->read_online(d->ops->ctx, d->online, sizeof(d->online)) < 0)
 		d->online[0] = '\0';
 	for (int cpu = 0; cpu < d->possible; cpu++) {
-		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, &fd, &d->page[d->ncpu]);
+		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, d->wakeup, &fd, &d->page[d->ncpu]);
 
 		if (r == -ENODEV || r == -EINVAL) /* offline or not present */
 			continue;
@@ -117,13 +117,15 @@ static int open_events(struct fault_doorbell *d)
 	return err;
 }
 
-int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible)
+int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible,
+			    unsigned wakeup)
 {
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	if (possible < 1)
+	if (possible < 1 || wakeup < 1)
 		return -EINVAL;
+	d->wakeup = wakeup;
 	d->possible = possible;
 	d->ops = ops;
 	d->fd = calloc((size_t)possible, sizeof(*d->fd));
@@ -143,10 +145,10 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	return 0;
 }
 
-int fault_doorbell_open(struct fault_doorbell *d)
+int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup)
 {
 	/* Every CPU that can ever come online, not only those online now. */
-	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF));
+	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF), wakeup);
 }
 
 void fault_doorbell_close(struct fault_doorbell *d)
@@ -156,6 +158,7 @@ void fault_doorbell_close(struct fault_doorbell *d)
 	free(d->fd);
 	free(d->page);
 	fault_pids_free(&d->kept);
+	fault_pids_free(&d->peek);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -217,7 +220,9 @@ bool fault_doorbell_rang(const struct fault_doorbell *d)
 }
 
 /* Consumes every ring into out (unfinished). 0 or -ENOMEM. */
-static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
+/* Appends who the rings name to out; consumes the records if drain (else
+ * the next look sees them again). */
+static int read_rings(struct fault_doorbell *d, struct fault_pids *out, bool drain)
 {
 	size_t pagesz = d->map_len / (1 + DOORBELL_PAGES);
 
@@ -235,13 +240,38 @@ static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
 		} else {
 			r = parse_fault_ring_buf((const uint8_t *)d->page[i] + off, size, tail, head, out);
 		}
-		consume(d->page[i], head);
+		if (drain)
+			consume(d->page[i], head);
 		if (r == -EINVAL)
 			out->lost = true;
 		else if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
+{
+	return read_rings(d, out, true);
+}
+
+const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d)
+{
+	fault_pids_reset(&d->peek);
+	if (d->ncpu == 0 || read_rings(d, &d->peek, false) < 0)
+		return NULL;
+	fault_pids_finish(&d->peek);
+	return &d->peek;
+}
+
+bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples)
+{
+	const struct fault_pids *p = fault_doorbell_peek(d);
+
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->count[i] >= min_samples)
+			return true;
+	return false;
 }
 
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
@@ -268,6 +298,14 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 		return r;
 	fault_pids_finish(out);
 	return 0;
+}
+
+int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup)
+{
+	if (wakeup < 1 || wakeup == d->wakeup)
+		return 0;
+	d->wakeup = wakeup;
+	return fault_doorbell_refresh(d, true);
 }
 
 int fault_doorbell_fd(const struct fault_doorbell *d, int i)

@@ -14,8 +14,11 @@
  * new 2 MiB candidate takes 512 faults. When a ring fills up, or the kernel
  * throttles the event, records are lost: the drain says so, and the caller
  * must assume that every process may have faulted. The poll wake-up comes
- * after DOORBELL_WAKEUP samples on one CPU, so an event loop can sleep on
- * the fds (fault_doorbell_fd). The cost to the system is one counter
+ * after `wakeup` samples on one CPU, so an event loop can sleep on the fds
+ * (fault_doorbell_fd): DOORBELL_WAKEUP for passes back to back, which run
+ * on each; DOORBELL_WAKEUP_NEWS for a timer, where a wake-up only asks
+ * whether a pass should come early (each costs the daemon a context switch,
+ * ~60 µs in a guest, and a busy machine faults all the time). The cost to the system is one counter
  * increment per fault and one record per DOORBELL_PERIOD faults.
  *
  * CPU hotplug (measured on 6.18): perf_event_open() on an offline CPU fails
@@ -36,16 +39,17 @@
 
 #include "fault_ring.h"
 
-#define DOORBELL_PERIOD 64
-#define DOORBELL_WAKEUP 8 /* samples per CPU before poll wakes: 512 faults, one 2 MiB block */
-#define DOORBELL_PAGES  8 /* data pages per CPU: 2048 records */
+#define DOORBELL_PERIOD      64
+#define DOORBELL_WAKEUP      8  /* samples per CPU before poll wakes: 512 faults, one 2 MiB block */
+#define DOORBELL_WAKEUP_NEWS 64 /* 4096 faults, 16 MiB: news_gate.h's NEWS_FAULT_SAMPLES */
+#define DOORBELL_PAGES       8  /* data pages per CPU: 2048 records */
 
 /* The system calls, injectable for tests. */
 struct fault_doorbell_ops {
 	/* Opens CPU cpu's event and maps len bytes of it (control page
 	 * first). 0, or -errno (-ENODEV or -EINVAL: the CPU is offline or
 	 * absent). */
-	int (*open_cpu)(void *ctx, int cpu, size_t len, int *fd, void **page);
+	int (*open_cpu)(void *ctx, int cpu, size_t len, unsigned wakeup, int *fd, void **page);
 	void (*close_cpu)(void *ctx, int fd, void *page, size_t len);
 	/* The text of /sys/devices/system/cpu/online, NUL-terminated: 0 or
 	 * -errno. */
@@ -58,6 +62,7 @@ struct fault_doorbell_ops {
 struct fault_doorbell {
 	int ncpu; /* events open */
 	int possible;
+	unsigned wakeup; /* samples per CPU before poll wakes */
 	int *fd;
 	void **page; /* mapped control page + DOORBELL_PAGES data pages per CPU */
 	size_t map_len;
@@ -65,13 +70,18 @@ struct fault_doorbell {
 	char online[DOORBELL_ONLINE_MAX];     /* the online list when last opened */
 	unsigned opens;                       /* (re)opens: each changed the fds */
 	struct fault_pids kept;               /* drained from rings closed by a refresh */
+	struct fault_pids peek;               /* fault_doorbell_hot()'s scratch */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
  * and fault_doorbell_rang() always answers true). */
-int fault_doorbell_open(struct fault_doorbell *d);
+int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup);
 /* The same with injected ops, for possible CPUs 0..possible-1. */
-int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible);
+int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible,
+			    unsigned wakeup);
+/* Opens the events again if wakeup changed (fault_doorbell_refresh()'s
+ * answer; 0 if it did not change). */
+int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup);
 void fault_doorbell_close(struct fault_doorbell *d);
 
 /* Opens the events again, for the CPUs online now, if the online list
@@ -95,6 +105,16 @@ bool fault_doorbell_rang(const struct fault_doorbell *d);
  * -ENOMEM. */
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
 
+/* Whether one process has at least min_samples records in the rings (of
+ * DOORBELL_PERIOD faults each) since the last drain: news worth a pass
+ * before its time. Reads the rings without consuming them; lost records
+ * are no news (the next pass samples everyone anyway). */
+bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples);
+/* Who the rings name since the last drain, with their counts (finished),
+ * read without consuming them; valid until the next peek. NULL without
+ * events or for an error. */
+const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d);
+
 /* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
- * DOORBELL_WAKEUP samples; for an event loop to sleep on. */
+ * d->wakeup samples; for an event loop to sleep on. */
 int fault_doorbell_fd(const struct fault_doorbell *d, int i);

@@ -276,6 +276,10 @@ void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode 
 		   e->stat_reads);
 	scalar_u64(f, "hugecollapsed_doorbell_wakeups_total", "counter",
 		   "Back-to-back passes woken by the page-fault doorbell (scan_interval_ms = 0).", e->doorbell_wakeups);
+	scalar_u64(f, "hugecollapsed_news_passes_total", "counter",
+		   "Passes run before the timer for news: a process that faulted in new memory, or one that opted in "
+		   "with MADV_HUGEPAGE (scan_interval_ms > 0).",
+		   e->news_passes);
 	scalar_seconds(f, "hugecollapsed_scan_seconds_total", "counter", "Wall time spent sampling and scanning.",
 		       t->scan_s);
 	scalar_seconds(f, "hugecollapsed_collapse_seconds_total", "counter", "Wall time spent in process_madvise.",

@@ -13,6 +13,7 @@
 #include "block_memo.h"
 #include "budget.h"
 #include "cold_ranges.h"
+#include "cold_watch.h"
 #include "config.h"
 #include "engine_stats.h"
 #include "grow.h"
@@ -487,6 +488,7 @@ int rescan_visit(struct scanner *sc, const struct scan_input *in, struct proc_st
 	     * present): a process whose last scan held blocks back for it is
 	     * read again every COLD_RECHECK_S to see whether they are warm. */
 	    .cold_recheck_due = s->results[SCAN_LACK_REFERENCED_PAGE] && now - s->last_scan >= COLD_RECHECK_S,
+	    .advised = in->advised && cold_watch_advised(in->advised, s->pid),
 	    .policy_known = s->policy || s->cgroup_unknown,
 	};
 	bool changed = rescan_facts_changed(&f);

@@ -29,6 +29,7 @@
 
 struct block_memo;
 struct cold_ranges;
+struct cold_watch;
 struct config;
 struct khugepaged_saved;
 struct pass_options;
@@ -90,6 +91,9 @@ struct scan_input {
 	 * NULL: nothing, as for --once. */
 	const struct khugepaged_saved *khp;
 	struct cold_ranges *cold;
+	/* Who called madvise(MADV_HUGEPAGE) since the last pass (cold_watch.h);
+	 * NULL: not watched. */
+	const struct cold_watch *advised;
 	double (*now)(void); /* monotonic seconds (the engine's clock) */
 	double pass_start;   /* now() at the pass's start: its max_seconds count from there */
 	/* A kernel before 6.18 (kernel_features.h): status THP_enabled is the

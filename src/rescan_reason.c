@@ -31,6 +31,8 @@ enum rescan_reason rescan_reason(const struct rescan_facts *f)
 		return RESCAN_ACCESS_SAMPLE;
 	if (f->cold_recheck_due)
 		return RESCAN_COLD_RECHECK;
+	if (f->advised)
+		return RESCAN_ADVISED;
 	if (changed && !f->closed) {
 		if (!f->scanned)
 			return RESCAN_NEW;
@@ -63,6 +65,7 @@ const char *rescan_reason_name(enum rescan_reason r)
 	    [RESCAN_POLICY_RECHECK] = "policy_recheck",
 	    [RESCAN_ACCESS_SAMPLE] = "access_sample",
 	    [RESCAN_COLD_RECHECK] = "cold_recheck",
+	    [RESCAN_ADVISED] = "advised",
 	    [RESCAN_NEW] = "new",
 	    [RESCAN_MAPS] = "maps",
 	    [RESCAN_FAULTS] = "faults",

@@ -12,6 +12,8 @@
  * - a timer fell due: the full rescan (full_rescan_s), the policy recheck
  *   (POLICY_RECHECK_S after a scan that saw refused memory), access
  *   sampling (access_sample_s), the cold recheck (COLD_RECHECK_S);
+ * - it called madvise(MADV_HUGEPAGE) since the last pass (cold_watch.h):
+ *   its policy changed, which no counter shows;
  * - its counters moved and faults may have made a candidate (not closed):
  *   new, its maps changed (vsize), its faults moved, its RSS moved;
  * - its cgroup was never read (no policy, not unknown): read;
@@ -32,6 +34,7 @@ enum rescan_reason {
 	RESCAN_POLICY_RECHECK, /* refused memory at its last scan: a MADV_HUGEPAGE since? */
 	RESCAN_ACCESS_SAMPLE,  /* access_sampling: access_sample_s since the last clear */
 	RESCAN_COLD_RECHECK,   /* blocks held back as cold: touched again since? */
+	RESCAN_ADVISED,        /* it called madvise(MADV_HUGEPAGE) since the last pass */
 	RESCAN_NEW,            /* never scanned */
 	RESCAN_MAPS,           /* its address space changed size (vsize) */
 	RESCAN_FAULTS,         /* its minor or major fault count moved */
@@ -60,6 +63,8 @@ struct rescan_facts {
 	bool policy_recheck_due;
 	bool access_sample_due;
 	bool cold_recheck_due;
+	/* A madvise(MADV_HUGEPAGE) since the last pass (cold_watch.h). */
+	bool advised;
 	/* It has a policy, or its cgroup is known to be unreadable
 	 * (cgroup_unknown): either way nothing to learn from reading it. */
 	bool policy_known;

@@ -54,9 +54,9 @@ void sampler_init(struct sampler *sm, void *enumerate_ctx)
 	sm->doorbell_drain = fault_doorbell_drain;
 }
 
-void sampler_open_doorbell(struct sampler *sm, double now)
+void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup)
 {
-	int r = fault_doorbell_open(&sm->doorbell);
+	int r = fault_doorbell_open(&sm->doorbell, wakeup);
 
 	if (r < 0)
 		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
@@ -86,6 +86,17 @@ void sampler_free(struct sampler *sm)
 bool sampler_rang(const struct sampler *sm)
 {
 	return sm->doorbell_rang(&sm->doorbell);
+}
+
+void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup)
+{
+	if (sm->doorbell.ncpu && fault_doorbell_set_wakeup(&sm->doorbell, wakeup) < 0)
+		log_warn("cannot open the page-fault doorbell again: every pass samples every process");
+}
+
+const struct fault_pids *sampler_peek(struct sampler *sm)
+{
+	return fault_doorbell_peek(&sm->doorbell);
 }
 
 bool sampler_mapped_quiet(struct sampler *sm, double now)

@@ -82,7 +82,10 @@ struct sample_out {
 /* Sets the defaults (the seams): enumerate on ctx, the real doorbell. */
 void sampler_init(struct sampler *sm, void *enumerate_ctx);
 /* Opens the doorbell (logs either way); now: monotonic seconds. */
-void sampler_open_doorbell(struct sampler *sm, double now);
+void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup);
+/* The doorbell's poll wakes after wakeup samples per CPU from now on
+ * (opens its events again if that changed). */
+void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup);
 void sampler_free(struct sampler *sm);
 
 /* Takes a sample of every process (sm->enumerate) into t, updating
@@ -94,6 +97,9 @@ int sampler_pass(struct sampler *sm, const struct sample_input *in, const struct
 
 /* Whether the doorbell rang since it was last drained. */
 bool sampler_rang(const struct sampler *sm);
+/* Who the doorbell names since the last drain, with counts
+ * (fault_doorbell_peek()); NULL without a doorbell. */
+const struct fault_pids *sampler_peek(struct sampler *sm);
 /* Whether no memory was mapped without faults (seen by the meminfo watch,
  * remembered for the next sample). */
 bool sampler_mapped_quiet(struct sampler *sm, double now);

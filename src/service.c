@@ -25,6 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "metrics_schedule.h"
+#include "news_gate.h"
 #include "privilege.h"
 #include "producer.h"
 #include "thp_policy.h"
@@ -46,6 +47,14 @@ struct service {
 	unsigned bell_opens; /* the doorbell's opens when bell was built */
 	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
 	bool back_to_back;
+	/* Timer: the news sources (doorbell and MADV_COLD observer fds) and
+	 * their gate (news_gate.h). */
+	sd_event_source **news;
+	int nnews;
+	sd_event_source *news_later; /* a storm: look and listen again at the gap's end */
+	struct news_gate news_gate;
+	unsigned news_opens;                 /* the doorbell's opens when news was built */
+	int news_cold;                       /* the observer's CPUs when news was built */
 	bool metrics_failed;                 /* logged once until it works again */
 	struct metrics_memory metrics_mem;   /* stable series from one write to the next */
 	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
@@ -186,10 +195,13 @@ static void log_pass(struct service *s, const struct pass_stats *ps)
 			   ps->scan_s * 1e3, ps->collapse_s * 1e3);
 }
 
-/* Returns true if the pass was idle. */
-static bool run_pass(struct service *s)
+/* Returns true if the pass was idle; *out (if not NULL) gets its stats.
+ * only[0..nonly): a news pass, which scans those alone (0: every one). */
+static bool run_pass(struct service *s, const pid_t *only, size_t nonly, struct pass_stats *out)
 {
 	struct pass_options o = {.max_seconds = s->max_pass_s,
+				 .scan_only = only,
+				 .nscan_only = nonly,
 				 .allow_idle = true,
 				 .interrupted = stop_requested,
 				 .dry_run = s->cfg.mode == RUN_OBSERVE};
@@ -201,6 +213,8 @@ static bool run_pass(struct service *s)
 		log_err("pass %llu failed: %s", (unsigned long long)engine_passes(&s->engine), strerror(-r));
 	log_pass(s, &ps);
 	report(s, monotonic_seconds());
+	if (out)
+		*out = ps;
 	return ps.idle;
 }
 
@@ -236,7 +250,7 @@ static void drop_bells(struct service *s)
 
 static void back_to_back_pass(struct service *s)
 {
-	bool idle = run_pass(s);
+	bool idle = run_pass(s, NULL, 0, NULL);
 	struct engine_stats es;
 	const struct engine_stats *e = &es;
 
@@ -302,12 +316,140 @@ static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* With a timer (scan_interval_ms > 0), news runs a pass at once instead
+ * of at the next tick (news_gate.h says what news is and bounds what a
+ * storm of it costs): the doorbell's poll wakes after DOORBELL_WAKEUP
+ * records on a CPU, the MADV_COLD observer's after each record. A wake-up
+ * NEWS_GAP_S or more after the last look is looked at; one sooner (a storm:
+ * a program may call madvise() in a loop, each call a record) stops the
+ * listening until the gap's end, when a timer looks and listens again
+ * (epoll then asks perf for what came meanwhile). Wake-ups further apart
+ * cost no epoll_ctl(): perf's poll reports each one once. */
+static void follow_news(struct service *s);
+
+static void set_news(struct service *s, int enabled)
+{
+	for (int i = 0; i < s->nnews; i++)
+		sd_event_source_set_enabled(s->news[i], enabled);
+}
+
+static void look_for_news(struct service *s)
+{
+	double now = monotonic_seconds();
+	const pid_t *news;
+	size_t n;
+	struct pass_stats ps;
+
+	news_gate_looked(&s->news_gate, now);
+	n = engine_news(&s->engine, NEWS_FAULT_SAMPLES, &news);
+	if (!n || !news_gate_may_pass(&s->news_gate, now))
+		return;
+	engine_count_news(&s->engine);
+	/* Only the news is scanned: the rest waits for the timer. */
+	run_pass(s, news, news ? n : 0, &ps);
+	news_gate_ran(&s->news_gate, now, ps.scan_s);
+	follow_news(s);
+}
+
+static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct service *s = userdata;
+	double wait = news_gate_wait(&s->news_gate, monotonic_seconds());
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	if (wait <= 0) {
+		look_for_news(s);
+		return 0;
+	}
+	set_news(s, SD_EVENT_OFF);
+	sd_event_source_set_time_relative(s->news_later, (uint64_t)(wait * 1e6) + 1);
+	sd_event_source_set_enabled(s->news_later, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_news_later(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct service *s = userdata;
+
+	(void)src;
+	(void)usec;
+	set_news(s, SD_EVENT_ON);
+	look_for_news(s);
+	return 0;
+}
+
+static void drop_news(struct service *s)
+{
+	for (int i = 0; i < s->nnews; i++)
+		sd_event_source_disable_unref(s->news[i]);
+	free(s->news);
+	s->news = NULL;
+	s->nnews = 0;
+	s->news_later = sd_event_source_disable_unref(s->news_later);
+}
+
+static int add_news_fd(struct service *s, int fd)
+{
+	int r = sd_event_add_io(s->event, &s->news[s->nnews], fd, EPOLLIN, on_news, s);
+
+	if (r < 0)
+		return r;
+	s->nnews++;
+	return sd_event_source_set_priority(s->news[s->nnews - 1], SD_EVENT_PRIORITY_IDLE);
+}
+
+/* One io source per doorbell and observer fd, and the rearm timer. */
+static int add_news(struct service *s)
+{
+	const struct fault_doorbell *d = engine_doorbell(&s->engine);
+	const struct cold_watch *w = engine_cold(&s->engine);
+	int r = 0;
+
+	s->news_opens = d->opens;
+	s->news_cold = w->ncpu;
+	if (d->ncpu + w->ncpu == 0)
+		return 0;
+	s->news = calloc((size_t)(d->ncpu + w->ncpu), sizeof(sd_event_source *));
+	if (!s->news)
+		return -ENOMEM;
+	for (int i = 0; i < d->ncpu && r >= 0; i++)
+		r = add_news_fd(s, fault_doorbell_fd(d, i));
+	for (int i = 0; i < w->ncpu && r >= 0; i++)
+		r = add_news_fd(s, cold_watch_fd(w, i));
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->event, &s->news_later, CLOCK_MONOTONIC, (uint64_t)(NEWS_GAP_S * 1e6),
+					       1, on_news_later, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->news_later, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_source_set_priority(s->news_later, SD_EVENT_PRIORITY_IDLE);
+	return r;
+}
+
+/* The doorbell's events are opened again on CPU hotplug, the observer's
+ * on a reload: listen to the fds there are now. */
+static void follow_news(struct service *s)
+{
+	if (s->back_to_back || !s->pass_source ||
+	    (engine_doorbell(&s->engine)->opens == s->news_opens && engine_cold(&s->engine)->ncpu == s->news_cold))
+		return;
+	drop_news(s);
+	if (add_news(s) < 0) {
+		drop_news(s);
+		log_err(
+		    "cannot listen for news (the page-fault doorbell, MADV_HUGEPAGE): passes run on the timer only");
+	}
+}
+
 static void drop_pass_sources(struct service *s)
 {
 	s->pass_source = sd_event_source_disable_unref(s->pass_source);
 	s->again = sd_event_source_disable_unref(s->again);
 	s->rearm = sd_event_source_disable_unref(s->rearm);
 	drop_bells(s);
+	drop_news(s);
 }
 
 /* One io source per doorbell fd. */
@@ -358,10 +500,12 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	struct service *s = userdata;
 
 	(void)usec;
-	if (s->back_to_back)
+	if (s->back_to_back) {
 		back_to_back_pass(s);
-	else
-		run_pass(s);
+	} else {
+		run_pass(s, NULL, 0, NULL);
+		follow_news(s);
+	}
 	sd_event_source_set_time_relative(src, tick_usec(s));
 	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 	return 0;
@@ -391,6 +535,11 @@ static int schedule_passes(struct service *s)
 					       on_pass_timer, s);
 	if (r >= 0)
 		r = sd_event_source_set_priority(s->pass_source, SD_EVENT_PRIORITY_IDLE);
+	if (r >= 0 && !back_to_back && add_news(s) < 0) {
+		drop_news(s);
+		log_err(
+		    "cannot listen for news (the page-fault doorbell, MADV_HUGEPAGE): passes run on the timer only");
+	}
 	return r;
 }
 
@@ -539,6 +688,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 			log_err("cannot reschedule passes after reload");
 		if (s->cfg.cold_watch != cold_watch_active(engine_cold(&s->engine)))
 			cold_watch_apply_config(s);
+		follow_news(s);
 		log_fields(LOG_INFO, HC_MSGID_RELOAD, reload_ok, 1, "reloaded %s (%zu cgroup policies, mode = %s)",
 			   s->config_path, s->cfg.nrules, run_mode_name(s->cfg.mode));
 		if (policy_changed)
@@ -579,6 +729,7 @@ static int setup_loop(struct service *s)
 	    (r = sd_event_add_signal(s->event, NULL, SIGINT, on_terminate, s)) < 0 ||
 	    (r = sd_event_add_signal(s->event, NULL, SIGHUP, on_reload, s)) < 0)
 		return r;
+	news_gate_init(&s->news_gate);
 	r = schedule_passes(s);
 	if (r < 0)
 		return r;

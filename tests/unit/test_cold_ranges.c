@@ -363,6 +363,20 @@ static void test_apply(void **state)
 	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 44, .process = true, .a = {6, MADV_COLD}}), 1);
 	assert_int_equal(w.unresolved, 1);
 	assert_int_equal(w.calls, 3);
+	/* An opt-in: news of its caller, neither cold nor counted as a cold
+	 * call; process_madvise() cannot give it (the kernel refuses). */
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {0, 4 * MB, MADV_HUGEPAGE}}), 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 44, .process = true, .a = {5, MADV_HUGEPAGE}}),
+			 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {8 * MB, MB, MADV_HUGEPAGE}}), 0);
+	fault_pids_finish(&w.advised);
+	assert_int_equal(w.advised.n, 1);
+	assert_true(cold_watch_advised(&w, 55));
+	assert_false(cold_watch_advised(&w, 44));
+	assert_false(cold_watch_advised(&w, 77));
+	assert_false(cold_ranges_has(&w.ranges, 55));
+	assert_int_equal(w.calls, 3);
+	fault_pids_free(&w.advised);
 	cold_ranges_free(&w.ranges);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);

@@ -606,6 +606,37 @@ static void test_passes(void **state)
 	assert_int_equal(pidfd_opens[2], 0);
 }
 
+/* A news pass (pass_options.scan_only): both faulted, the sample reads
+ * both as always, but only the news (hot) is scanned; warm's faults are
+ * remembered, and the next pass scans it. Dry runs: no call, so no
+ * recheck before one reads warm either. */
+static void test_news_pass_scans_only_news(void **state)
+{
+	struct fixture *f = *state;
+	const pid_t news[] = {HOT};
+	double warm_scan, hot_scan;
+
+	first_pass(f);
+	warm_scan = state_of(f, WARM)->last_scan;
+	hot_scan = state_of(f, HOT)->last_scan;
+	fault(HOT, 25600, 50);
+	fault(WARM, 256, 0);
+	f->o.dry_run = true;
+	f->o.scan_only = news;
+	f->o.nscan_only = 1;
+	pass_at(f, 1);
+	assert_int_equal(f->ps.procs_sampled, 2);
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(f->ps.smaps_reads, 1);
+	assert_true(state_of(f, HOT)->last_scan > hot_scan);
+	assert_true(state_of(f, WARM)->last_scan == warm_scan);
+	f->o.scan_only = NULL;
+	f->o.nscan_only = 0;
+	pass_at(f, 2);
+	assert_true(state_of(f, WARM)->last_scan > warm_scan);
+	assert_int_equal(ncalls, 0);
+}
+
 /* No huge page for hot (ENOMEM, and thp_collapse_alloc_failed moved): hot
  * waits alloc_backoff_ms, warm goes on; then hot is submitted again. */
 static void test_enomem_backs_off(void **state)
@@ -650,6 +681,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_passes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_news_pass_scans_only_news, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

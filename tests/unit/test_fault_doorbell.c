@@ -26,10 +26,11 @@ static struct fake {
 	bool online[NCPU];
 	int open_err; /* every open fails with this, if set */
 	int opens, closes, live;
+	unsigned wakeup;                         /* the last open's */
 	struct perf_event_mmap_page *page[NCPU]; /* the last one opened per CPU */
 } fk;
 
-static int fake_open(void *ctx, int cpu, size_t len, int *fd, void **page)
+static int fake_open(void *ctx, int cpu, size_t len, unsigned wakeup, int *fd, void **page)
 {
 	assert_ptr_equal(ctx, &fk);
 	assert_true(cpu >= 0 && cpu < NCPU);
@@ -37,6 +38,7 @@ static int fake_open(void *ctx, int cpu, size_t len, int *fd, void **page)
 		return -fk.open_err;
 	if (!fk.online[cpu])
 		return -ENODEV;
+	fk.wakeup = wakeup;
 	fk.page[cpu] = calloc(1, len);
 	assert_non_null(fk.page[cpu]);
 	*page = fk.page[cpu];
@@ -91,7 +93,7 @@ static void test_cpu_comes_online(void **state)
 
 	(void)state;
 	fk.online[0] = true; /* 1..3 offline at start */
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
 	assert_int_equal(d.ncpu, 1);
 	assert_false(fault_doorbell_rang(&d));
 	assert_int_equal(fault_doorbell_refresh(&d, false), 0); /* nothing changed */
@@ -126,7 +128,7 @@ static void test_refresh_failure_rings(void **state)
 
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
 	fk.open_err = EMFILE;
 	assert_int_equal(fault_doorbell_refresh(&d, true), -EMFILE);
 	assert_int_equal(fk.live, 0);
@@ -162,7 +164,7 @@ static void test_refresh_keeps_faulted(void **state)
 
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
 	assert_int_equal(d.opens, 1);
 	sample_on(0, 42);
 	sample_on(1, 7);
@@ -200,14 +202,69 @@ static void test_refresh_keeps_faulted(void **state)
 	assert_int_equal(fk.live, 0);
 }
 
+/* hot: one process with enough records on any mix of CPUs, read without
+ * consuming them: the drain after it still sees every one. */
+static void test_hot_peeks(void **state)
+{
+	struct fault_doorbell d;
+	struct fault_pids p = {0};
+
+	(void)state;
+	fk.online[0] = fk.online[1] = true;
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_false(fault_doorbell_hot(&d, 3));
+	sample_on(0, 42);
+	sample_on(1, 7);
+	sample_on(1, 42);
+	assert_false(fault_doorbell_hot(&d, 3)); /* 42: 2, 7: 1 */
+	assert_true(fault_doorbell_hot(&d, 2));
+	sample_on(0, 42);
+	assert_true(fault_doorbell_hot(&d, 3));
+	assert_true(fault_doorbell_hot(&d, 3)); /* asking again changes nothing */
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_int_equal(p.n, 2);
+	assert_int_equal(p.samples, 4);
+	assert_int_equal(fault_pids_count(&p, 42), 3);
+	assert_false(fault_doorbell_hot(&d, 1)); /* drained */
+	fault_pids_free(&p);
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+}
+
+/* A new wake-up count opens the events again, keeping who faulted; the
+ * same count changes nothing. */
+static void test_set_wakeup(void **state)
+{
+	struct fault_doorbell d;
+	struct fault_pids p = {0};
+
+	(void)state;
+	fk.online[0] = true;
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP);
+	sample_on(0, 42);
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP), 0);
+	assert_int_equal(d.opens, 1);
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP_NEWS), 1);
+	assert_int_equal(d.opens, 2);
+	assert_int_equal(d.wakeup, DOORBELL_WAKEUP_NEWS);
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP_NEWS);
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.pid[0], 42);
+	fault_pids_free(&p);
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+}
+
 static void test_no_cpu_at_all(void **state)
 {
 	struct fault_doorbell d;
 
 	(void)state;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU), -ENODEV);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), -ENODEV);
 	assert_true(fault_doorbell_rang(&d));
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, 0), -EINVAL);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, 0, DOORBELL_WAKEUP), -EINVAL);
 }
 
 /* The real perf events: open on every online CPU, and a refresh with
@@ -218,7 +275,7 @@ static void test_real(void **state)
 	int r;
 
 	(void)state;
-	r = fault_doorbell_open(&d);
+	r = fault_doorbell_open(&d, DOORBELL_WAKEUP);
 	if (r == -EACCES || r == -EPERM) /* unit tests may run unprivileged */
 		return;
 	assert_int_equal(r, 0);
@@ -235,6 +292,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_cpu_comes_online, setup),
 	    cmocka_unit_test_setup(test_refresh_failure_rings, setup),
 	    cmocka_unit_test_setup(test_refresh_keeps_faulted, setup),
+	    cmocka_unit_test_setup(test_hot_peeks, setup),
+	    cmocka_unit_test_setup(test_set_wakeup, setup),
 	    cmocka_unit_test_setup(test_no_cpu_at_all, setup),
 	    cmocka_unit_test(test_real),
 	};

@@ -90,6 +90,7 @@ static void test_each_reason(void **state)
 	    {offsetof(struct rescan_facts, policy_recheck_due), RESCAN_POLICY_RECHECK},
 	    {offsetof(struct rescan_facts, access_sample_due), RESCAN_ACCESS_SAMPLE},
 	    {offsetof(struct rescan_facts, cold_recheck_due), RESCAN_COLD_RECHECK},
+	    {offsetof(struct rescan_facts, advised), RESCAN_ADVISED},
 	    {offsetof(struct rescan_facts, maps_changed), RESCAN_MAPS},
 	    {offsetof(struct rescan_facts, faults_changed), RESCAN_FAULTS},
 	    {offsetof(struct rescan_facts, rss_changed), RESCAN_RSS},
@@ -127,15 +128,16 @@ static void test_precedence(void **state)
 	    offsetof(struct rescan_facts, policy_recheck_due),
 	    offsetof(struct rescan_facts, access_sample_due),
 	    offsetof(struct rescan_facts, cold_recheck_due),
+	    offsetof(struct rescan_facts, advised),
 	    SIZE_MAX, /* scanned = false: new */
 	    offsetof(struct rescan_facts, maps_changed),
 	    offsetof(struct rescan_facts, faults_changed),
 	    offsetof(struct rescan_facts, rss_changed),
 	};
 	static const enum rescan_reason want[] = {
-	    RESCAN_FORCED,         RESCAN_UNLIMITED,     RESCAN_RESUME,       RESCAN_FULL_DUE,
-	    RESCAN_POLICY_RECHECK, RESCAN_ACCESS_SAMPLE, RESCAN_COLD_RECHECK, RESCAN_NEW,
-	    RESCAN_MAPS,           RESCAN_FAULTS,        RESCAN_RSS,
+	    RESCAN_FORCED,        RESCAN_UNLIMITED,    RESCAN_RESUME,  RESCAN_FULL_DUE, RESCAN_POLICY_RECHECK,
+	    RESCAN_ACCESS_SAMPLE, RESCAN_COLD_RECHECK, RESCAN_ADVISED, RESCAN_NEW,      RESCAN_MAPS,
+	    RESCAN_FAULTS,        RESCAN_RSS,
 	};
 	const size_t n = sizeof(order) / sizeof(order[0]);
 
@@ -167,7 +169,14 @@ static void test_precedence(void **state)
 		f.force = true;
 		expect(&f, RESCAN_FORCED);
 	}
-	/* Closed silences the changes, not the timers. */
+	/* Closed silences the changes, not the timers, nor an opt-in (it
+	 * changed the policy that closed it). */
+	{
+		struct rescan_facts f = quiet();
+
+		f.faults_changed = f.closed = f.advised = true;
+		expect(&f, RESCAN_ADVISED);
+	}
 	{
 		struct rescan_facts f = quiet();
 
@@ -180,7 +189,9 @@ static void test_precedence(void **state)
 }
 
 /* The condition of rescan_visit() before it was this function (commit
- * db7bf0d), as it was written: true when the process is not read. */
+ * db7bf0d), as it was written: true when the process is not read; with
+ * advised (a MADV_HUGEPAGE since the last pass), which came after, read
+ * like a timer that fell due. */
 static bool old_skip(const struct rescan_facts *f)
 {
 	bool changed = !f->scanned || f->maps_changed || f->faults_changed || f->rss_changed;
@@ -189,7 +200,7 @@ static bool old_skip(const struct rescan_facts *f)
 	if (f->small && !f->force && !f->resuming && !f->unlimited && (!f->scanned || !f->maps_changed))
 		return true;
 	return (!changed || closed) && !f->full_due && !f->policy_recheck_due && !f->access_sample_due &&
-	       !f->cold_recheck_due && !f->force && !f->resuming && !f->unlimited && f->policy_known;
+	       !f->cold_recheck_due && !f->advised && !f->force && !f->resuming && !f->unlimited && f->policy_known;
 }
 
 static void test_same_as_before(void **state)
@@ -208,6 +219,7 @@ static void test_same_as_before(void **state)
 	    offsetof(struct rescan_facts, policy_recheck_due),
 	    offsetof(struct rescan_facts, access_sample_due),
 	    offsetof(struct rescan_facts, cold_recheck_due),
+	    offsetof(struct rescan_facts, advised),
 	    offsetof(struct rescan_facts, policy_known),
 	};
 	const size_t n = sizeof(field) / sizeof(field[0]);

@@ -99,7 +99,7 @@ void addr_set_free(struct addr_set *set)
 	set->n = set->cap = 0;
 }
 
-struct block_memo *memo_find(struct block_memo *b, size_t n, uint64_t addr)
+struct block_memo *block_memo_find(struct block_memo *b, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;
 
@@ -118,19 +118,19 @@ struct block_memo *memo_find(struct block_memo *b, size_t n, uint64_t addr)
 
 /* Blocks are 2 MiB-aligned, so bit 0 of a memo's address is free to mark it
  * dropped. Unlike overwriting the address, it keeps the array sorted: later
- * memo_find() calls in the same pass must still find their blocks, or a
+ * block_memo_find() calls in the same pass must still find their blocks, or a
  * collapsed block stays a candidate and is submitted again every pass. */
 #define MEMO_DROPPED 1u
 
-void drop_memo(struct block_memo *b, size_t n, uint64_t addr)
+void block_memo_drop(struct block_memo *b, size_t n, uint64_t addr)
 {
-	struct block_memo *m = memo_find(b, n, addr);
+	struct block_memo *m = block_memo_find(b, n, addr);
 
 	if (m)
 		m->addr |= MEMO_DROPPED; /* compacted after the pass */
 }
 
-void compact_memos(struct block_memo *b, size_t *n, struct addr_set *given_up, unsigned eagain_retries, double now)
+void block_memo_compact(struct block_memo *b, size_t *n, struct addr_set *given_up, unsigned eagain_retries, double now)
 {
 	size_t w = 0;
 

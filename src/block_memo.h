@@ -3,9 +3,9 @@
  * passes. Pure: no I/O, no clock.
  *
  * - struct block_memo: a candidate block from the last scan, sorted by
- *   address (memo_find is a binary search). drop_memo() marks one dropped
- *   in place, keeping the order; compact_memos() removes the marked ones
- *   after the pass.
+ *   address (block_memo_find is a binary search). block_memo_drop() marks
+ *   one dropped in place, keeping the order; block_memo_compact() removes
+ *   the marked ones after the pass.
  * - struct addr_set: a bounded, sorted set of block addresses (the blocks
  *   the kernel refused with EINVAL, and the blocks given up after
  *   eagain_retries). Adding is best effort: without memory, or past the
@@ -55,13 +55,14 @@ void addr_set_clear(struct addr_set *set); /* empties it, keeps the storage */
 void addr_set_free(struct addr_set *set);
 
 /* Binary search in b[0..n), sorted by address; NULL if absent. */
-struct block_memo *memo_find(struct block_memo *b, size_t n, uint64_t addr);
+struct block_memo *block_memo_find(struct block_memo *b, size_t n, uint64_t addr);
 
-/* Marks the memo of addr dropped (a no-op if there is none): memo_find()
- * no longer finds it, the others still are. */
-void drop_memo(struct block_memo *b, size_t n, uint64_t addr);
+/* Marks the memo of addr dropped (a no-op if there is none):
+ * block_memo_find() no longer finds it, the others still are. */
+void block_memo_drop(struct block_memo *b, size_t n, uint64_t addr);
 
 /* Removes the dropped memos from b[0..*n); memos past eagain_retries EAGAIN
  * answers go to given_up instead (until the next full rescan: a rescan for
  * any other reason must not revive them), added at now. */
-void compact_memos(struct block_memo *b, size_t *n, struct addr_set *given_up, unsigned eagain_retries, double now);
+void block_memo_compact(struct block_memo *b, size_t *n, struct addr_set *given_up, unsigned eagain_retries,
+			double now);

@@ -3,10 +3,12 @@
 #include "cold_ranges.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grow.h"
+#include "lower_bound.h"
 #include "units.h"
 
 #define PAGE_MASK_4K UINT64_C(4095)
@@ -20,17 +22,7 @@ void cold_ranges_free(struct cold_ranges *t)
 /* The first entry of pid (or where it would go) and one past its last. */
 static size_t lower(const struct cold_ranges *t, pid_t pid)
 {
-	size_t lo = 0, hi = t->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->v[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lower_bound_pid(t->v, t->n, sizeof(*t->v), offsetof(struct cold_range, pid), pid);
 }
 
 static size_t upper(const struct cold_ranges *t, size_t lo, pid_t pid)

@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 #define CONFIG_MAX_FILE_BYTES  (1u << 20) /* a config file is tiny; anything bigger is a mistake */
 #define CONFIG_DEFAULT_METRICS "/run/hugecollapsed/metrics.prom"
 #define CONFIG_TEXTFILE_NAME   "hugecollapsed.prom"
@@ -167,35 +169,6 @@ static bool __attribute__((format(printf, 2, 3))) fail(struct parse *p, const ch
 
 /* ---- the line reader: byte checks, length, sections ---- */
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid.
- * Rejects overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 static bool check_bytes(struct parse *p, const char *line, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)line;
@@ -206,7 +179,7 @@ static bool check_bytes(struct parse *p, const char *line, size_t n)
 			return fail(p, "NUL byte at column %zu (binary data, not a config file?)", i + 1);
 		if ((s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
 			return fail(p, "control character 0x%02x at column %zu", s[i], i + 1);
-		l = utf8_seq_len(s + i, n - i);
+		l = utf8_seq_len_n(line + i, n - i);
 		if (!l)
 			return fail(p, "invalid UTF-8 at column %zu", i + 1);
 		i += l;

@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cgroup_hier.h"
 #include "config.h"
 #include "engine.h"
+#include "exit_status.h"
 #include "kernel_features.h"
 #include "khugepaged.h"
 #include "log.h"
@@ -24,17 +24,6 @@
 #include "report.h"
 #include "service.h"
 #include "status.h"
-
-/* Exit statuses, documented in hugecollapsed(8). */
-enum {
-	EXIT_OK = 0,
-	EXIT_ERROR = 1,
-	EXIT_USAGE = 2,
-	EXIT_PRIVILEGE = 4,
-	/* A configuration that does not load: the unit's
-	 * RestartPreventExitStatus= keeps systemd from restarting it forever. */
-	EXIT_CONFIG = EX_CONFIG, /* 78 */
-};
 
 #define MAX_PIDS 4096
 

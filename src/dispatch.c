@@ -105,7 +105,7 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 	if (!err && !cc->env->policy_holds(cc->env->ctx, s, cc->dirfd))
 		err = -ECANCELED;
 	for (size_t k = 0; k < n && !err; k++) {
-		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
+		const struct block_memo *m = block_memo_find(s->blocks, s->nblocks, addrs[k]);
 
 		/* An EAGAIN retry's memo may be gone: then so is the scan's word. */
 		b[k] = (struct recheck_block){
@@ -125,7 +125,7 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 	/* Advice since the scan: MADV_COLD/MADV_PAGEOUT given after it. */
 	const struct cold_ranges *cold = cc->env->cold_drain(cc->env->ctx);
 	for (size_t k = 0; k < n; k++) {
-		const struct block_memo *m = memo_find(s->blocks, s->nblocks, addrs[k]);
+		const struct block_memo *m = block_memo_find(s->blocks, s->nblocks, addrs[k]);
 
 		if (result[k] != SCAN_CANDIDATE ||
 		    (m && cold_ranges_overlap(cold, s->pid, addrs[k], HPAGE_SIZE, m->cold_gen)))
@@ -234,7 +234,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 			 (int)s->pid, s->prev.comm, ok * 2);
 	for (size_t i = 0; i < n; i++) {
 		enum collapse_outcome oc = cr->out[i];
-		struct block_memo *m = memo_find(s->blocks, s->nblocks, cr->addrs[i]);
+		struct block_memo *m = block_memo_find(s->blocks, s->nblocks, cr->addrs[i]);
 		/* s->policy is NULL if its cgroup became unreadable in the
 		 * re-check: then its blocks are gone (nblocks 0), m too. */
 		const struct outcome_facts f = {.outcome = oc,
@@ -253,7 +253,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 		if (d.fate == BLOCK_REFUSED) /* while its VMA stays the same (rescan.c) */
 			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
 		if (d.fate != BLOCK_KEEP)
-			drop_memo(s->blocks, s->nblocks, cr->addrs[i]);
+			block_memo_drop(s->blocks, s->nblocks, cr->addrs[i]);
 		if (d.count_eagain && m)
 			m->eagain = d.eagain;
 		if (d.retry)

@@ -420,7 +420,7 @@ static size_t recheck_selected(struct engine *e, const struct pass_options *o, s
 
 		if (dispatch_needs_rescan(s, now))
 			rescan_visit(&e->scanner, &in, s, o, ps, now, true);
-		if (!memo_find(s->blocks, s->nblocks, e->cands[i].addr))
+		if (!block_memo_find(s->blocks, s->nblocks, e->cands[i].addr))
 			dropped++;
 	}
 	return dropped;
@@ -510,8 +510,8 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 		collapse_selected(&e->dispatch, &env, cr.retry, cr.nretry, &cr, ps, false, now);
 out:
 	for (size_t i = 0; i < e->nst; i++)
-		compact_memos(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,
-			      e->st[i].policy ? e->st[i].policy->eagain_retries : 0, now);
+		block_memo_compact(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,
+				   e->st[i].policy ? e->st[i].policy->eagain_retries : 0, now);
 	return r;
 }
 

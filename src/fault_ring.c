@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "lower_bound.h"
 
 /* A sample with PERF_SAMPLE_TID only: header, then u32 pid, u32 tid. */
 struct tid_sample {
@@ -133,17 +134,7 @@ void fault_pids_free(struct fault_pids *p)
 
 static size_t find(const struct fault_pids *p, pid_t pid)
 {
-	size_t lo = 0, hi = p->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->pid[mid] < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lower_bound_pid(p->pid, p->n, sizeof(*p->pid), 0, pid);
 }
 
 bool fault_pids_has(const struct fault_pids *p, pid_t pid)

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <libproc2/pids.h>
 
 #include "grow.h"
+#include "lower_bound.h"
 #include "procfs.h"
 
 /* ---- sampling ---------------------------------------------------------- */
@@ -207,15 +209,8 @@ int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc
 
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid)
 {
-	size_t lo = 0, hi = t->n;
+	size_t lo = lower_bound_pid(t->p, t->n, sizeof(*t->p), offsetof(struct proc_sample, pid), pid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->p[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < t->n && t->p[lo].pid == pid ? &t->p[lo] : NULL;
 }
 

@@ -96,7 +96,7 @@ static void on_candidate(void *opaque, uint64_t addr, const struct block_counts 
 		x->err = -ENOMEM;
 		return;
 	}
-	old = memo_find(x->sc->old_blocks, x->sc->nold_blocks, addr);
+	old = block_memo_find(x->sc->old_blocks, x->sc->nold_blocks, addr);
 	m = &s->blocks[s->nblocks++];
 	m->addr = addr;
 	m->present = c->present;
@@ -161,7 +161,7 @@ static uint64_t count_forgotten(struct block_memo *old, size_t nold, struct bloc
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < nold; i++)
-		if (!memo_find(now, nnow, old[i].addr))
+		if (!block_memo_find(now, nnow, old[i].addr))
 			n++;
 	return n;
 }

@@ -3,10 +3,12 @@
 #include "sample_set.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "config.h"
 #include "grow.h"
+#include "lower_bound.h"
 #include "procs.h"
 
 bool proc_state_small(const struct proc_state *s)
@@ -37,16 +39,8 @@ bool sample_faulted_now(const struct proc_state *s, uint32_t samples, unsigned p
 
 static const struct proc_state *find_state(const struct proc_state *st, size_t n, pid_t pid)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = lower_bound_pid(st, n, sizeof(*st), offsetof(struct proc_state, pid), pid);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (st[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < n && st[lo].pid == pid ? &st[lo] : NULL;
 }
 

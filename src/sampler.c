@@ -50,6 +50,7 @@ void sampler_init(struct sampler *sm, void *enumerate_ctx)
 {
 	sm->enumerate = sampler_enumerate_procs;
 	sm->enumerate_ctx = enumerate_ctx;
+	sm->proc_fd = -1; /* fd 0 is a valid fd when stdin was closed */
 	sm->doorbell_rang = fault_doorbell_rang;
 	sm->doorbell_drain = fault_doorbell_drain;
 }
@@ -78,9 +79,10 @@ void sampler_free(struct sampler *sm)
 	free(sm->newcomers);
 	fault_doorbell_close(&sm->doorbell);
 	mapped_watch_close(&sm->mapped);
-	if (sm->proc_fd > 0)
+	if (sm->proc_fd >= 0)
 		close(sm->proc_fd);
 	memset(sm, 0, sizeof(*sm));
+	sm->proc_fd = -1;
 }
 
 bool sampler_rang(const struct sampler *sm)
@@ -276,13 +278,10 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 	r = sample_set_build(*t->st, nst, &rq, &e->roll_pid, &e->want, &e->nwant, &e->capwant);
 	if (r < 0)
 		return r;
-	if (e->proc_fd <= 0) { /* kept: a path walk of /proc per pass costs more than the reads */
+	if (e->proc_fd < 0) { /* kept: a path walk of /proc per pass costs more than the reads */
 		e->proc_fd = open(in->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (e->proc_fd < 0) {
-			r = -errno;
-			e->proc_fd = 0;
-			return r;
-		}
+		if (e->proc_fd < 0)
+			return -errno;
 	}
 	r = procs_sample_pids_at(e->proc_fd, e->want, e->nwant, &e->sample);
 	if (r < 0)

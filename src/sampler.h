@@ -31,7 +31,7 @@ int sampler_enumerate_procs(void *ctx, struct proc_table *out);
 struct sampler {
 	proc_enumerate_fn enumerate; /* sampler_enumerate_procs() by default; injectable */
 	void *enumerate_ctx;
-	int proc_fd; /* the proc root, opened at the first partial sample; 0: not yet */
+	int proc_fd; /* the proc root, opened at the first partial sample; -1: not yet */
 	struct proc_table sample;
 	double sample_time; /* monotonic seconds of the last sample */
 	struct fault_doorbell doorbell;

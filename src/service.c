@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sysexits.h>
 #include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -20,6 +19,7 @@
 #include "coverage_metrics.h"
 #include "config.h"
 #include "engine.h"
+#include "exit_status.h"
 #include "kernel_features.h"
 #include "khugepaged.h"
 #include "log.h"
@@ -765,7 +765,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 {
 	struct service s = {.config_path = config_path,
 			    .paths = paths,
-			    .exit_status = 0,
+			    .exit_status = EXIT_OK,
 			    .cgroup2 = {.fd = -1},
 			    .reload = {.last_ok = true}};
 	struct producer self;
@@ -776,26 +776,26 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
-		return EX_CONFIG; /* 78: RestartPreventExitStatus= in the unit */
+		return EXIT_CONFIG;
 	}
 	if (cgroup_rules_verify(&s.cfg, paths->proc, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);
 		config_free(&s.cfg);
-		return 1;
+		return EXIT_ERROR;
 	}
 	observe = s.cfg.mode == RUN_OBSERVE;
 	if (check_privileges(!observe, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=%s", err);
 		config_free(&s.cfg);
-		return 4;
+		return EXIT_PRIVILEGE;
 	}
 	/* Observe mode needs no MADV_COLLAPSE: it shows what would be done. */
 	if (kernel_features_start(paths->thp, config_khugepaged_in_force(&s.cfg), false, &s.kf) < 0 && !observe) {
 		sd_notifyf(0, "STATUS=no MADV_COLLAPSE on Linux %s: needs 6.1 or later", s.kf.release);
 		config_free(&s.cfg);
-		return 1;
+		return EXIT_ERROR;
 	}
 	/* The real /proc, not a fixture root: who we are, for --status. */
 	if (producer_self("/proc", &self) == 0)
@@ -813,7 +813,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 		log_err("khugepaged = %s: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		sd_notifyf(0, "STATUS=khugepaged = %s failed: %s", khugepaged_mode_name(s.cfg.khugepaged), err);
 		config_free(&s.cfg);
-		return 1;
+		return EXIT_ERROR;
 	}
 	r = cgroup2_open(&s.cgroup2, paths->mountinfo);
 	if (r < 0)
@@ -835,7 +835,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 		r = setup_loop(&s);
 	if (r < 0) {
 		log_err("cannot start: %s", strerror(-r));
-		s.exit_status = 1;
+		s.exit_status = EXIT_ERROR;
 		goto out;
 	}
 	log_id(LOG_INFO, HC_MSGID_START,
@@ -846,7 +846,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 	r = sd_event_loop(s.event);
 	if (r < 0) {
 		log_err("event loop failed: %s", strerror(-r));
-		s.exit_status = 1;
+		s.exit_status = EXIT_ERROR;
 	}
 out:
 	/* Release our descriptors first: restoring opens sysfs files, and a

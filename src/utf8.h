@@ -20,6 +20,10 @@
  * *s must not be NUL. */
 size_t utf8_seq_len(const char *s);
 
+/* The same for the n bytes at s (n >= 1), which need no NUL: 0 as well if
+ * the sequence would run past them. */
+size_t utf8_seq_len_n(const char *s, size_t n);
+
 /* True if every byte of the NUL-terminated s is in a valid sequence. */
 int utf8_valid(const char *s);
 

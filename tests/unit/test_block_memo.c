@@ -95,7 +95,7 @@ static void test_set_expire(void **state)
 	addr_set_free(&s);
 }
 
-/* drop_memo keeps the order (later finds still work); compact_memos removes
+/* block_memo_drop keeps the order (later finds still work); block_memo_compact removes
  * the dropped and moves blocks past eagain_retries to given_up. */
 static void test_memos(void **state)
 {
@@ -107,14 +107,14 @@ static void test_memos(void **state)
 	for (size_t i = 0; i < n; i++)
 		b[i] = (struct block_memo){.addr = (i + 1) * BLK, .vma_tag = 7};
 	b[4].eagain = 3;
-	assert_ptr_equal(memo_find(b, n, 3 * BLK), &b[2]);
-	assert_null(memo_find(b, n, 9 * BLK));
-	drop_memo(b, n, 2 * BLK);
-	drop_memo(b, n, 9 * BLK); /* absent: nothing */
-	assert_null(memo_find(b, n, 2 * BLK));
+	assert_ptr_equal(block_memo_find(b, n, 3 * BLK), &b[2]);
+	assert_null(block_memo_find(b, n, 9 * BLK));
+	block_memo_drop(b, n, 2 * BLK);
+	block_memo_drop(b, n, 9 * BLK); /* absent: nothing */
+	assert_null(block_memo_find(b, n, 2 * BLK));
 	for (uint64_t a = 3; a <= 6; a++)
-		assert_non_null(memo_find(b, n, a * BLK));
-	compact_memos(b, &n, &given_up, 2, 5.0);
+		assert_non_null(block_memo_find(b, n, a * BLK));
+	block_memo_compact(b, &n, &given_up, 2, 5.0);
 	assert_int_equal(n, 4);
 	assert_int_equal(b[0].addr, 1 * BLK);
 	assert_int_equal(b[1].addr, 3 * BLK);

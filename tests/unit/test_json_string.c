@@ -96,6 +96,14 @@ static void test_utf8_seq_len(void **state)
 	assert_int_equal(utf8_seq_len("\xf0\x90"), 0);
 	assert_int_equal(utf8_seq_len("\xf0"), 0);
 	assert_int_equal(utf8_seq_len("\xc2"), 0);
+	/* The bounded form (config.c's line reader): no NUL needed, and a
+	 * sequence cut by the end of the bytes is invalid. */
+	assert_int_equal(utf8_seq_len_n("\xf0\x90\x80\x80", 4), 4);
+	assert_int_equal(utf8_seq_len_n("\xf0\x90\x80\x80", 3), 0);
+	assert_int_equal(utf8_seq_len_n("\xe0\xa0\x80", 2), 0);
+	assert_int_equal(utf8_seq_len_n("\xc2\x80", 1), 0);
+	assert_int_equal(utf8_seq_len_n("a\xc2", 1), 1);
+	assert_int_equal(utf8_seq_len_n("\xed\xa0\x80", 3), 0);
 	assert_true(utf8_valid(""));
 	assert_true(utf8_valid("/system.slice/a\\x2db.service"));
 	assert_false(utf8_valid("/a\xff"));

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "memcg_gate.h"
 #include "rescan.h"
+#include "selector.h"
 
 double monotonic_seconds(void)
 {
@@ -136,8 +137,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();
-	budget_init(&e->budget);
-	r = budget_configure(&e->budget, NULL, cfg);
+	r = selector_init(&e->selector, cfg);
 	if (r < 0) {
 		vmstat_reader_close(&e->vmstat);
 		return r;
@@ -145,7 +145,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	e->procs = procs_open();
 	if (!e->procs) {
 		r = -errno;
-		budget_free(&e->budget);
+		selector_free(&e->selector);
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
@@ -154,7 +154,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
-		budget_free(&e->budget);
+		selector_free(&e->selector);
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
@@ -218,8 +218,7 @@ void engine_free(struct engine *e)
 		proc_state_clear(&e->st[i]);
 	free(e->st);
 	dispatcher_free(&e->dispatch);
-	free(e->cands);
-	budget_free(&e->budget);
+	selector_free(&e->selector);
 	sampler_free(&e->sampler);
 	scanner_free(&e->scanner);
 	cold_watch_close(&e->cold);
@@ -248,13 +247,16 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 		e->st[i].policy = e->st[i].cgroup ? config_policy_for(cfg, e->st[i].cgroup) : NULL;
 	/* Without memory, the rules past the old count get no budget until
 	 * the next reload: fail closed. */
-	if (budget_configure(&e->budget, old, cfg) < 0)
+	if (selector_configure(&e->selector, old, cfg) < 0)
 		log_warn("no memory for the budgets of %zu cgroup policies", cfg->nrules);
 }
 
 struct engine_view engine_view(const struct engine *e)
 {
-	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = e->cands, .ncands = e->ncands};
+	size_t ncands;
+	const struct candidate *cands = selector_candidates(&e->selector, &ncands);
+
+	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = cands, .ncands = ncands};
 }
 
 void engine_stats_get(const struct engine *e, struct engine_stats *out)
@@ -352,9 +354,17 @@ static struct pid_filter pass_filter(const struct engine *e, const struct pass_o
 	return (struct pid_filter){.pids = o->pids, .npids = o->npids, .self = e->self};
 }
 
-/* The memory cgroup gate on e->cands; each process's results follow what
- * it held back (their owner: proc_table.c). */
-static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
+/* What the selector reads of the others (selector.h), at each call. */
+static struct selector_input selector_input(const struct engine *e, const struct pass_options *o, double now)
+{
+	return (struct selector_input){
+	    .cfg = e->cfg, .st = e->st, .nst = e->nst, .filter = pass_filter(e, o), .now = now};
+}
+
+/* The memory cgroup gate on the selector's order, which it narrows in
+ * place; each process's results follow what it held back (their owner:
+ * proc_table.c). */
+static int memcg_hold_back(struct engine *e, struct selection *order, struct pass_stats *ps)
 {
 	const struct memcg_gate_input in = {.st = e->st,
 					    .nst = e->nst,
@@ -366,7 +376,7 @@ static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
 
 	if (!e->memcg && !(e->memcg = memcg_gate_new(e->paths->mountinfo)))
 		return -ENOMEM;
-	r = memcg_gate_hold_back(e->memcg, &in, e->cands, &e->ncands, ps);
+	r = memcg_gate_hold_back(e->memcg, &in, order->v, order->n, ps);
 	if (r >= 0 && memcg_gate_counted(e->memcg))
 		for (size_t p = 0; p < e->nst; p++)
 			proc_state_memcg_held(&e->st[p], memcg_gate_held(e->memcg, p));
@@ -375,19 +385,14 @@ static int memcg_hold_back(struct engine *e, struct pass_stats *ps)
 
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
-	struct pid_filter f = pass_filter(e, o);
-	int r = budget_candidates(&e->cands, &e->ncands, &e->capcands, e->st, e->nst, &f, now,
-				  ps ? &ps->procs_active : NULL);
+	const struct selector_input in = selector_input(e, o, now);
+	struct selection order;
+	int r = selector_order(&e->selector, &in, ps ? &ps->procs_active : NULL, &order);
 
 	/* Before the budget: what does not fit in its cgroup spends nothing. */
 	if (r == 0)
-		r = memcg_hold_back(e, ps);
+		r = memcg_hold_back(e, &order, ps);
 	return r < 0 ? r : 0;
-}
-
-static size_t select_within_budget(struct engine *e, const struct pass_options *o)
-{
-	return budget_select(&e->budget, e->cfg, e->cands, e->ncands, e->st, o->unlimited);
 }
 
 /* What the scanner reads of the rest of the engine (rescan.h), at each
@@ -406,21 +411,21 @@ static struct scan_input scan_input(struct engine *e)
 }
 
 /* The recheck before collapse (issue 16): rescans each process of
- * e->cands[0..nsel) that dispatch says must be found again; returns how
- * many of those blocks are no longer candidates. The engine calls the
- * scanner, so that dispatch never calls back into it. */
-static size_t recheck_selected(struct engine *e, const struct pass_options *o, size_t nsel, struct pass_stats *ps,
-			       double now)
+ * sel[0..nsel) that dispatch says must be found again; returns how many of
+ * those blocks are no longer candidates. The engine calls the scanner, so
+ * that dispatch never calls back into it. */
+static size_t recheck_selected(struct engine *e, const struct pass_options *o, const struct candidate *sel, size_t nsel,
+			       struct pass_stats *ps, double now)
 {
 	const struct scan_input in = scan_input(e);
 	size_t dropped = 0;
 
 	for (size_t i = 0; i < nsel; i++) {
-		struct proc_state *s = &e->st[e->cands[i].proc];
+		struct proc_state *s = &e->st[sel[i].proc];
 
 		if (dispatch_needs_rescan(s, now))
 			rescan_visit(&e->scanner, &in, s, o, ps, now, true);
-		if (!block_memo_find(s->blocks, s->nblocks, e->cands[i].addr))
+		if (!block_memo_find(s->blocks, s->nblocks, sel[i].addr))
 			dropped++;
 	}
 	return dropped;
@@ -469,7 +474,7 @@ static struct dispatch_env dispatch_env(struct engine *e)
 				     .smaps_buf = &e->scanner.smaps_buf,
 				     .smaps_cap = &e->scanner.smaps_cap,
 				     .vmas = &e->scanner.vmas,
-				     .budget = &e->budget,
+				     .budget = selector_budget(&e->selector),
 				     .ctx = e,
 				     .refresh_policy = refresh_policy,
 				     .policy_holds = policy_holds,
@@ -481,6 +486,7 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 			     double pass_start)
 {
 	struct dispatch_env env;
+	struct selector_input in = selector_input(e, o, now);
 	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
 				  .interrupted = o->interrupted};
 	size_t nsel;
@@ -488,22 +494,23 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 
 	/* The budget is a rate: the time since the last refill earned tokens,
 	 * up to a burst (budget.h); what this pass submits spends them. */
-	budget_refill(&e->budget, e->cfg, now);
-	nsel = select_within_budget(e, o);
+	nsel = selector_select(&e->selector, &in, o->unlimited);
 	/* What stale blocks would have spent goes to the next in line. Each
 	 * round rescans at least one process that the next cannot, so this
 	 * ends; usually after one round. */
-	while (recheck_selected(e, o, nsel, ps, now)) {
+	while (recheck_selected(e, o, e->selector.cands, nsel, ps, now)) {
 		r = build_candidates(e, o, NULL, now);
 		if (r < 0)
 			goto out;
-		nsel = select_within_budget(e, o);
+		in = selector_input(e, o, now);
+		nsel = selector_reselect(&e->selector, &in, o->unlimited);
 	}
 	r = dispatch_reserve(&e->dispatch, nsel, &cr);
 	if (r < 0)
 		goto out;
 	env = dispatch_env(e);
-	collapse_selected(&e->dispatch, &env, e->cands, nsel, &cr, ps, true, now);
+	/* Dispatch consumes the selected front of the order in place. */
+	collapse_selected(&e->dispatch, &env, e->selector.cands, nsel, &cr, ps, true, now);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
 	if (cr.nretry && !cr.stop)
@@ -538,11 +545,13 @@ static bool pass_can_idle(struct engine *e, double now)
 static void count_would_collapse(struct engine *e, struct pass_stats *ps)
 {
 	unsigned char *seen = e->nst ? calloc(e->nst, 1) : NULL;
+	size_t ncands;
+	const struct candidate *cands = selector_candidates(&e->selector, &ncands);
 
-	ps->would_collapse_bytes = (uint64_t)e->ncands * HPAGE_SIZE;
-	for (size_t i = 0; seen && i < e->ncands; i++)
-		if (e->cands[i].proc < e->nst && !seen[e->cands[i].proc]) {
-			seen[e->cands[i].proc] = 1;
+	ps->would_collapse_bytes = (uint64_t)ncands * HPAGE_SIZE;
+	for (size_t i = 0; seen && i < ncands; i++)
+		if (cands[i].proc < e->nst && !seen[cands[i].proc]) {
+			seen[cands[i].proc] = 1;
 			ps->procs_would_collapse++;
 		}
 	free(seen);
@@ -597,7 +606,7 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	if (r == 0 && !o->dry_run) {
 		/* Asked only when there is something to collapse: a pass with
 		 * no candidate reads nothing more. */
-		if (e->ncands && pressure_pauses(e, now))
+		if (e->selector.ncands && pressure_pauses(e, now))
 			ps->pressure_paused = true;
 		else
 			r = collapse_in_order(e, o, ps, now, t0);

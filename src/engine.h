@@ -24,9 +24,12 @@
  *   policy_gen, the prctl seams; struct scan_input: what it reads of the
  *   others, the cold ranges it settles): what changed, reading it again;
  *   range_scan.c and smaps_scan.c read, block_memo.c remembers per block;
- * - selector (budget.c, pure: candidates, struct budget), then the memory
+ * - selector (selector.c, pure, struct selector: the candidates' order,
+ *   the budget's buckets (budget.c does the arithmetic); struct
+ *   selector_input: the config, the table, the filter, the clock; its
+ *   output, struct selection, the ordered candidates), with the memory
  *   cgroup gate (memcg_gate.c, its own opaque state, struct
- *   memcg_gate_input);
+ *   memcg_gate_input) narrowing that order in place before the budget;
  * - the recheck before collapse: dispatch_needs_rescan() names the
  *   selected processes to find again, engine.c asks the scanner;
  * - dispatcher (dispatch.c, struct dispatcher: batch buffers, madvise_fn,
@@ -60,6 +63,7 @@
 #include "range_scan.h"
 #include "rescan.h"
 #include "sampler.h"
+#include "selector.h"
 #include "smaps_scan.h"
 #include "thp_policy.h"
 #include "vmstat.h"
@@ -75,12 +79,10 @@ struct engine {
 	pid_t self;                   /* never collapsed: getpid() */
 	struct scanner scanner;       /* rescan.h: the page-table reader, its scratch, resume cursor, THP policy */
 	struct sampler sampler;       /* sampler.h: the doorbell, PID sets, roll cursor, mapped-memory watch */
-	struct budget budget;         /* token buckets: global and per policy */
+	struct selector selector;     /* selector.h: the pass's candidates, the budget's buckets */
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;
-	struct candidate *cands; /* the last pass's order */
-	size_t ncands, capcands;
 	struct dispatcher dispatch;  /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
 	uint64_t doorbell_wakeups;   /* back to back: passes the doorbell's poll woke (service) */
 	uint64_t news_passes;        /* timer: passes run early for news (service) */

@@ -560,11 +560,9 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 
 /* The prctl mode of each process decides whether its plain memory may be
  * collapsed under scope = always and after khugepaged = off: say where it
- * comes from. */
-static void log_prctl_source(struct engine *e)
+ * comes from. r: what engine_prctl_open() returned. */
+static void log_prctl_source(int r)
 {
-	int r = engine_prctl_open(e);
-
 	if (r == 0)
 		log_info("prctl(PR_SET_THP_DISABLE) modes: read from each process's mm by a BPF task iterator "
 			 "(loaded at the first process whose verdict depends on it)");
@@ -825,7 +823,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 	s.engine.khp = &s.khp; /* the policy from before khugepaged = off */
 	s.engine.no_except_advised = !s.kf.except_advised;
 	if (r == 0)
-		log_prctl_source(&s.engine);
+		log_prctl_source(engine_prctl_open(&s.engine));
 	if (r == 0)
 		cold_watch_apply_config(&s);
 	log_thp_policy(&s);

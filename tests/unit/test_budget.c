@@ -16,6 +16,7 @@
 
 #include "budget.h"
 #include "config.h"
+#include "selector.h"
 
 #define MIB   (1024.0 * 1024.0)
 #define BLOCK ((double)HPAGE_SIZE)
@@ -587,6 +588,54 @@ static void test_candidates_within_budget(void **state)
 	cands_free(&k);
 }
 
+/* The selector's pass on the same order: selector_order() is
+ * budget_candidates() into its own array, selector_select() refills once
+ * for the pass, and selector_reselect() picks again within what is left
+ * of that refill (no second refill in one pass). */
+static void test_selector_pass(void **state)
+{
+	struct cands k;
+	struct selector sel;
+	struct selection order;
+	struct selector_input in;
+	const struct candidate *c;
+	size_t n;
+
+	(void)state;
+	cands_init(&k, 1);
+	k.cfg.scan_interval_ms = 1000;
+	k.cfg.defaults.budget_mb_per_s = 8;        /* 4 blocks in all */
+	k.cfg.rules[0].policy.budget_mb_per_s = 2; /* 1 block */
+	k.cfg.rules[0].policy.weight = 1000;       /* its blocks rank first */
+	k.st[0].policy = &k.cfg.rules[0].policy;
+	for (unsigned j = 0; j < 3; j++) {
+		cands_block(&k, 0, 0x200000 * (j + 1), NOW, 50, 300);
+		cands_block(&k, 1, 0x200000 * (j + 1), NOW, 50, 300 - j);
+		cands_block(&k, 2, 0x200000 * (j + 1), NOW, 50, 200);
+	}
+	in = (struct selector_input){.cfg = &k.cfg, .st = k.st, .nst = 3, .filter = {.self = 1}, .now = NOW};
+	assert_int_equal(selector_init(&sel, &k.cfg), 0);
+	assert_int_equal(selector_order(&sel, &in, &k.active, &order), 0);
+	assert_int_equal(*order.n, 9);
+	assert_int_equal(k.active, 3);
+	c = selector_candidates(&sel, &n);
+	assert_ptr_equal(c, order.v);
+	assert_int_equal(n, 9);
+	assert_int_equal(selector_select(&sel, &in, false), 4);
+	assert_cand(&c[0], 0, 0x200000, TIER_ACTIVE);
+	assert_cand(&c[1], 1, 0x200000, TIER_ACTIVE); /* fullest first */
+	assert_cand(&c[2], 1, 0x400000, TIER_ACTIVE);
+	assert_cand(&c[3], 1, 0x600000, TIER_ACTIVE);
+	/* The dispatcher spent two blocks of the global budget: a second
+	 * selection in the same pass gets what is left, not a new refill. */
+	budget_charge(selector_budget(&sel), &k.cfg, &k.cfg.defaults, 2.0 * 2 * 1024 * 1024);
+	assert_int_equal(selector_order(&sel, &in, NULL, &order), 0);
+	assert_int_equal(selector_reselect(&sel, &in, false), 2);
+	assert_int_equal(selector_reselect(&sel, &in, true), 9); /* unlimited */
+	selector_free(&sel);
+	cands_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +655,7 @@ int main(void)
 	    cmocka_unit_test(test_candidates_ties),
 	    cmocka_unit_test(test_candidates_reuse),
 	    cmocka_unit_test(test_candidates_within_budget),
+	    cmocka_unit_test(test_selector_pass),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -484,8 +484,8 @@ static void test_dry_run_counts_would_collapse(void **state)
 	first_pass(f);
 	assert_int_equal(fk.calls, 0);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
-	assert_true(f->e.ncands > 0);
-	assert_int_equal(f->ps.would_collapse_bytes, (uint64_t)f->e.ncands * BLOCK);
+	assert_true(f->e.selector.ncands > 0);
+	assert_int_equal(f->ps.would_collapse_bytes, (uint64_t)f->e.selector.ncands * BLOCK);
 	assert_int_equal(f->ps.procs_would_collapse, 1);
 	assert_int_equal(f->e.last.would_collapse_bytes, f->ps.would_collapse_bytes);
 	/* Nothing was collapsed, so the next dry run finds the same. */

@@ -528,7 +528,7 @@ static void first_pass(struct fixture *f)
 	assert_int_equal(state_of(f, HOT)->results[SCAN_THP_POLICY] + state_of(f, HOT)->results[SCAN_PRCTL_UNKNOWN], 2);
 	assert_int_equal(state_of(f, NOHUGE)->results[SCAN_INELIGIBLE], 4);
 	assert_int_equal(state_of(f, NOHUGE)->results[SCAN_CANDIDATE], 0);
-	assert_int_equal(f->e.ncands, 6);
+	assert_int_equal(f->e.selector.ncands, 6);
 	/* No budget yet (a new bucket starts empty back to back). */
 	assert_int_equal(ncalls, 0);
 }
@@ -551,7 +551,7 @@ static void test_passes(void **state)
 	/* Hottest first, within the budget (8 MiB/s, one second: 4 blocks):
 	 * the first call is hot's three blocks, in address order, then one
 	 * of warm's. (Ties would have put warm, the lower PID, first.) */
-	assert_int_equal(f->e.ncands, 6);
+	assert_int_equal(f->e.selector.ncands, 6);
 	assert_int_equal(ncalls, 2);
 	assert_int_equal(calls[0].pid, HOT);
 	assert_int_equal(calls[0].n, 3);

@@ -23,31 +23,13 @@
 
 #include <errno.h>
 #include <stdbool.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef __NR_process_madvise
-#define __NR_process_madvise 440
-#endif
-#ifndef __NR_pidfd_open
-#define __NR_pidfd_open 434
-#endif
 
 /* The kernel restarts interrupted iovecs itself; EINTR only reaches us on a
  * fatal signal, so a few retries are plenty and keep a broken fn from
  * spinning forever. */
 #define MAX_EINTR_RETRIES 8
-
-ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags)
-{
-	return syscall(__NR_process_madvise, pidfd, iov, vlen, advice, flags);
-}
-
-int pidfd_open_pid(pid_t pid)
-{
-	return (int)syscall(__NR_pidfd_open, pid, 0U);
-}
 
 const char *collapse_outcome_name(enum collapse_outcome o)
 {

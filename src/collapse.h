@@ -13,38 +13,14 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
+#include "madvise_call.h" /* enum collapse_outcome, process_madvise_fn */
 
 /* UIO_MAXIOV is 1024, but the total must stay below MAX_RW_COUNT
  * (INT_MAX & PAGE_MASK): 1024 × 2 MiB is exactly 2 GiB, one too many. */
 #define COLLAPSE_MAX_IOV 1023
 
-enum collapse_outcome {
-	COLLAPSE_OK,        /* now PMD-mapped */
-	COLLAPSE_EAGAIN,    /* transient: retry later */
-	COLLAPSE_ENOMEM,    /* no huge page (the kernel's failure count moved): back off */
-	COLLAPSE_EBUSY,     /* memcg charge failed */
-	COLLAPSE_EINVAL,    /* ineligible: remember it */
-	COLLAPSE_ESRCH,     /* the process is gone */
-	COLLAPSE_EPERM,     /* EPERM/EACCES: missing capability */
-	COLLAPSE_OTHER,     /* any other errno */
-	COLLAPSE_NOT_TRIED, /* not reached: the batch stopped first */
-	COLLAPSE_UNMAPPED,  /* ENOMEM with no allocation failure: the range is
-			     * no longer mapped (a stale candidate) */
-	COLLAPSE_STALE,     /* not submitted: the re-check right before its
-			     * call found it no longer a candidate */
-	COLLAPSE_NR_OUTCOMES,
-};
-
 const char *collapse_outcome_name(enum collapse_outcome o); /* "collapsed", "eagain", … */
 enum collapse_outcome collapse_outcome_from_errno(int err);
-
-/* The syscall, injectable for tests: same contract as process_madvise(2)
- * (returns bytes or -1 with errno set). */
-typedef ssize_t (*process_madvise_fn)(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
-ssize_t sys_process_madvise(int pidfd, const struct iovec *iov, size_t vlen, int advice, unsigned int flags);
 
 /* Reads the kernel's count of failed huge page allocations for collapse
  * (vmstat.h: thp_collapse_alloc_failed). Returns 0 or -errno. */
@@ -98,6 +74,3 @@ size_t collapse_blocks(int pidfd, const uint64_t *addrs, size_t n, process_madvi
  * untimed). */
 size_t collapse_blocks_paced(int pidfd, const uint64_t *addrs, size_t n, process_madvise_fn fn, uint8_t *out,
 			     const struct collapse_pacing *p);
-
-/* pidfd_open(2); -1 with errno on failure. */
-int pidfd_open_pid(pid_t pid);

@@ -37,7 +37,7 @@
 #include <sys/types.h>
 
 #include "block_classify.h"
-#include "collapse.h"
+#include "madvise_call.h" /* process_madvise_fn */
 #include "paths.h"
 #include "smaps_scan.h"
 

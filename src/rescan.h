@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "collapse.h"
+#include "madvise_call.h" /* process_madvise_fn */
 #include "paths.h"
 #include "range_scan.h"
 #include "smaps_scan.h"

@@ -9,8 +9,13 @@
  * reuses a name would resume the old one's counter. */
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 
-#include "engine_stats.h"
+/* Bytes collapsed per cgroup, for metrics. */
+struct cgroup_bytes {
+	char *cgroup;
+	uint64_t bytes;
+};
 
 #define CGROUP2_ROOT_MAX 256
 

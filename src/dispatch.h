@@ -30,9 +30,10 @@
 #include "dispatch_outcome.h" /* what each outcome makes it do; ENOMEM_PROCS_PER_PASS */
 #include "plan.h"
 
+#include "cgroup2.h" /* struct cgroup_bytes */
 #include "collapse.h"
-#include "engine_stats.h"
 #include "histogram.h"
+#include "pass.h"
 
 struct budget;
 struct cold_ranges;

@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine_stats.h"
 #include "grow.h"
 #include "log.h"
+#include "pass.h"
+#include "proc_table.h"
 #include "procfs.h"
 
 #define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */

@@ -12,18 +12,6 @@
 #include "grow.h"
 #include "units.h"
 
-bool pid_filter_match(const struct pid_filter *f, pid_t pid)
-{
-	if (pid == f->self)
-		return false;
-	if (!f->npids)
-		return true;
-	for (size_t i = 0; i < f->npids; i++)
-		if (f->pids[i] == pid)
-			return true;
-	return false;
-}
-
 int budget_candidates(struct candidate **cands, size_t *ncands, size_t *capcands, const struct proc_state *st,
 		      size_t nst, const struct pid_filter *f, double now, unsigned *procs_active)
 {

@@ -18,21 +18,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "pid_filter.h"
 #include "plan.h"
 #include "proc_table.h"
 
 struct config;
 struct policy;
-
-/* Which processes take part in a pass: never self (the daemon), and only
- * pids[] when npids > 0 (--pid). */
-struct pid_filter {
-	const pid_t *pids;
-	size_t npids;
-	pid_t self;
-};
-
-bool pid_filter_match(const struct pid_filter *f, pid_t pid);
 
 /* Fills *cands (n, cap: a reused array) with the blocks of the processes
  * in st[0..nst) that f selects and whose policy is enabled, in plan order;

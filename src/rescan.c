@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "block_memo.h"
-#include "budget.h"
 #include "cold_ranges.h"
 #include "config.h"
 #include "grow.h"
 #include "log.h"
 #include "pass.h"
+#include "pid_filter.h"
 #include "prctl_iter.h"
 #include "proc_table.h"
 #include "procfs.h"

@@ -20,28 +20,12 @@
 
 #include "memcg.h" /* cgroup_controllers_have() */
 #include "scan_result.h"
+#include "thp_usage.h"
 
 struct vma_list;
 struct engine_stats;
 struct config;
 struct series_keep;
-
-/* Bytes of anonymous and shmem memory, and how much of each is PMD-mapped. */
-struct thp_usage {
-	uint64_t anon, anon_huge;   /* smaps Anonymous, AnonHugePages */
-	uint64_t shmem, shmem_huge; /* Rss and ShmemPmdMapped of shmem VMAs */
-};
-
-/* Sums a process's smaps into u (overwritten). Pure. */
-void thp_usage_from_vmas(const struct vma_list *l, struct thp_usage *u);
-
-/* Reads the smaps of proc_root/pid again into u, after a collapse made its last
- * scan's numbers stale (an unchanged process is not scanned again for
- * full_rescan_s). Checks that pid still has start_ticks first. buf/cap and
- * scratch are the caller's reused buffers. Returns 0 or -errno (u is then
- * unchanged). */
-int thp_usage_refresh(const char *proc_root, pid_t pid, uint64_t start_ticks, char **buf, size_t *cap,
-		      struct vma_list *scratch, struct thp_usage *u);
 
 /* PMD-mapped share of anon + shmem, 0..1 (0 when there is none). */
 double thp_usage_ratio(const struct thp_usage *u);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
+#include "smaps_usage.h"
 
 /* A process may have moved to another cgroup since its scan (up to
  * full_rescan_s ago): read its cgroup again, through the dirfd that is open

@@ -14,10 +14,10 @@
 #include <sys/types.h>
 
 #include "block_memo.h"
-#include "coverage.h"
 #include "plan.h"
 #include "procs.h"
 #include "scan_result.h"
+#include "thp_usage.h"
 
 struct policy;
 

@@ -22,6 +22,7 @@
 #include "procfs.h"
 #include "rescan_reason.h"
 #include "sample_set.h"
+#include "smaps_usage.h"
 #include "vma_eligibility.h"
 
 /* The identity of a VMA, as far as the kernel's EINVAL is concerned: its

@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "config.h"
+#include "metrics_label.h"
 #include "procfs.h"
 #include "scan_result.h"
 #include "series_keep.h"

@@ -16,38 +16,10 @@
 #include "coverage.h"
 #include "coverage_metrics.h"
 #include "histogram.h"
+#include "metrics_label.h"
 #include "producer.h"
 #include "scan_result.h"
 #include "series_keep.h"
-#include "utf8.h"
-
-/* A label value as the text format requires: backslash, double quote and
- * newline escaped (\\ \" \n), and UTF-8, so each byte of s that starts
- * no valid sequence (a cgroup name may hold any byte but NUL, '/' and
- * newline, which cgroupfs refuses: it is escaped all the same) is written
- * as U+FFFD. Names that differ only there print the same: see
- * cgroup_series(). */
-static void label_value(FILE *f, const char *s)
-{
-	while (*s) {
-		size_t l = utf8_seq_len(s);
-
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (!l)
-			fputs(UTF8_REPLACEMENT, f);
-		else
-			fwrite(s, 1, l, f);
-		s += l ? l : 1;
-	}
-}
-
-void metrics_label_value(FILE *f, const char *s)
-{
-	label_value(f, s);
-}
 
 static void header(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -173,7 +145,7 @@ static void collapsed_series(FILE *f, const struct engine_stats *e, const struct
 			if (!strcmp(m->counted[k].cgroup, c->cg[i].cgroup))
 				v = m->counted[k].bytes;
 		fputs("hugecollapsed_collapsed_bytes_total{cgroup=\"", f);
-		label_value(f, c->cg[i].cgroup);
+		metrics_label_value(f, c->cg[i].cgroup);
 		fprintf(f, "\"} %llu\n", (unsigned long long)v);
 	}
 }

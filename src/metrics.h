@@ -52,6 +52,3 @@ void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode 
  * symlink, a stale file) is unlinked, never opened, and the open tried
  * once more. Returns 0 or -errno; "" means no metrics file. */
 int metrics_write(const char *path, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m);
-
-/* Writes s as a label value (no quotes): escaped and UTF-8, as above. */
-void metrics_label_value(FILE *f, const char *s);

@@ -13,17 +13,6 @@
 #include "log.h"
 #include "procfs.h"
 
-int sysfs_selected(const char *text, char *out, size_t outlen)
-{
-	const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;
-
-	if (!a || !b || (size_t)(b - a - 1) >= outlen || b == a + 1)
-		return -EINVAL;
-	memcpy(out, a + 1, (size_t)(b - a - 1));
-	out[b - a - 1] = 0;
-	return 0;
-}
-
 /* Reads a knob: the selected word of a choice file, or the trimmed text. */
 static int knob_read(const char *dir, const char *file, char *out, size_t outlen)
 {
@@ -69,47 +58,6 @@ static bool knob_exists(const char *dir, const char *file)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	return access(path, F_OK) == 0;
-}
-
-/* The knobs each mode writes, in the order it writes them, and the value. */
-#define M(m) (1u << (m))
-/* off parks khugepaged too where shmem allows PMD pages: enabled=never
- * stops its thread only while no shmem knob does (hugepage_pmd_enabled()
- * counts shmem_enabled, 6.18), and the daemon never changes shmem knobs. */
-static const struct knob {
-	const char *file;
-	const char *ours;
-	unsigned modes; /* M() of the modes that set it */
-	bool optional;  /* absent on kernels without per-size THP controls */
-} knobs[] = {
-    {"khugepaged/scan_sleep_millisecs", "4294967295", M(KHUGEPAGED_IDLE) | M(KHUGEPAGED_OFF), false},
-    {"khugepaged/pages_to_scan", "1", M(KHUGEPAGED_IDLE) | M(KHUGEPAGED_OFF), false},
-    {"hugepages-2048kB/enabled", "never", M(KHUGEPAGED_OFF), true},
-    {"enabled", "never", M(KHUGEPAGED_OFF), false},
-};
-#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
-
-static const struct knob *knob_of(const char *file)
-{
-	for (size_t i = 0; i < NKNOBS; i++)
-		if (!strcmp(knobs[i].file, file))
-			return &knobs[i];
-	return NULL;
-}
-
-const char *khugepaged_knob_target(const char *file)
-{
-	const struct knob *k = knob_of(file);
-
-	return k ? k->ours : NULL;
-}
-
-const char *khugepaged_original(const struct khugepaged_saved *s, const char *file)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->saved[i].file, file))
-			return s->saved[i].value;
-	return NULL;
 }
 
 int khugepaged_init(struct khugepaged_saved *s, const char *state_file, const char *sysfs_dir)
@@ -270,13 +218,13 @@ static bool shmem_keeps_khugepaged(const char *dir)
 
 static bool mode_sets(const char *dir, enum khugepaged_mode mode, const char *file)
 {
-	const struct knob *k = knob_of(file);
+	const struct khugepaged_knob *k = khugepaged_knob_of(file);
 
-	if (!k || !(k->modes & M(mode)))
+	if (!k || !(k->modes & KHUGEPAGED_MODE_BIT(mode)))
 		return false;
 	/* off takes idle's knobs only where enabled=never leaves the thread
-	 * running (see knobs[]). */
-	return mode != KHUGEPAGED_OFF || k->modes == M(KHUGEPAGED_OFF) || shmem_keeps_khugepaged(dir);
+	 * running (see khugepaged_knobs[]). */
+	return mode != KHUGEPAGED_OFF || k->modes == KHUGEPAGED_MODE_BIT(KHUGEPAGED_OFF) || shmem_keeps_khugepaged(dir);
 }
 
 /* Walks the record against the live values (see khugepaged.h), newest
@@ -315,8 +263,8 @@ static int reconcile(struct khugepaged_saved *s, enum khugepaged_mode mode, bool
  * the record yet, with their live value as the original. */
 static int plan(struct khugepaged_saved *s, enum khugepaged_mode mode, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < NKNOBS; i++) {
-		const struct knob *k = &knobs[i];
+	for (size_t i = 0; i < khugepaged_nknobs; i++) {
+		const struct khugepaged_knob *k = &khugepaged_knobs[i];
 		char old[32];
 		int r;
 

@@ -38,27 +38,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-#define KHUGEPAGED_MAX_SAVED 4
-
-struct khugepaged_saved {
-	enum khugepaged_mode mode;
-	size_t n;
-	struct {
-		char file[64]; /* relative to the sysfs directory */
-		char value[32];
-	} saved[KHUGEPAGED_MAX_SAVED];
-	/* Where the record is kept across crashes; "" keeps it in memory only.
-	 * Set with khugepaged_init(). */
-	char state_file[PATH_MAX];
-	bool on_disk;          /* state_file exists: written or adopted, not removed yet */
-	int lock_fd;           /* holds state_file's lock while the record is ours; -1 */
-	const char *sysfs_dir; /* the THP sysfs directory the knobs are in */
-	/* Test seam: writes value to the knob file (relative to the sysfs
-	 * directory); returns 0 or -errno. NULL = the real write. */
-	int (*write_knob)(const char *file, const char *value, void *arg);
-	void *write_arg;
-};
+#include "khugepaged_knobs.h" /* struct khugepaged_saved, khugepaged_original() */
 
 /* Zeroes s and sets the state file (NULL or "" = memory only) and the THP
  * sysfs directory (which must outlive s). Returns 0 or -ENAMETOOLONG. */
@@ -83,20 +63,6 @@ int khugepaged_restore(struct khugepaged_saved *s);
  * a daemon runs: it would give the knobs back under it. */
 int khugepaged_restore_from_file(const char *state_file, const char *sysfs_dir);
 
-/* The value a knob had before the daemon first changed it (from the record,
- * which survives restarts), or NULL when the daemon has not changed it.
- * file is relative to the THP sysfs directory ("enabled",
- * "hugepages-2048kB/enabled"). */
-const char *khugepaged_original(const struct khugepaged_saved *s, const char *file);
-
-/* The value the daemon writes to file (relative to the THP sysfs
- * directory), or NULL if it never writes that file. */
-const char *khugepaged_knob_target(const char *file);
-
 /* Logs khugepaged's state (enabled, scan knobs, full_scans, pages_collapsed)
  * and warns when it is still actively collapsing alongside us. */
 void khugepaged_log_state(const char *sysfs_dir, enum khugepaged_mode mode);
-
-/* Extracts the [selected] word of a sysfs choice file ("always [madvise]
- * never" → "madvise"). Returns 0 or -EINVAL. Pure. */
-int sysfs_selected(const char *text, char *out, size_t outlen);

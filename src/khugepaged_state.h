@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "khugepaged.h"
+#include "khugepaged_knobs.h"
 
 #define KHUGEPAGED_STATE_MAX 4096 /* bytes; a valid file is under 300 */
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int parse_dec_u64(const char *s, size_t len, uint64_t *v)
@@ -137,4 +138,15 @@ ssize_t read_file_alloc(const char *path, size_t max, char **buf)
 ssize_t pread_one_shot(int fd, char *buf, size_t bufsize)
 {
 	return read_whole(fd, READ_PREAD | READ_ONE_SHOT, buf, bufsize);
+}
+
+int sysfs_selected(const char *text, char *out, size_t outlen)
+{
+	const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;
+
+	if (!a || !b || (size_t)(b - a - 1) >= outlen || b == a + 1)
+		return -EINVAL;
+	memcpy(out, a + 1, (size_t)(b - a - 1));
+	out[b - a - 1] = 0;
+	return 0;
 }

@@ -32,3 +32,7 @@ ssize_t pread_one_shot(int fd, char *buf, size_t bufsize);
 ssize_t read_file_alloc(const char *path, size_t max, char **buf);
 /* The bound safety checks read mountinfo with: beyond it they fail closed. */
 #define MOUNTINFO_MAX_BYTES (256u << 20)
+
+/* Extracts the [selected] word of a sysfs choice file ("always [madvise]
+ * never" → "madvise"). Returns 0 or -EINVAL. Pure. */
+int sysfs_selected(const char *text, char *out, size_t outlen);

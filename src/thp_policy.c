@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khugepaged.h"
+#include "khugepaged_knobs.h" /* khugepaged_original() */
 #include "procfs.h"
 #include "vma_eligibility.h"
 

@@ -26,6 +26,9 @@
 # 6. One version: CMake's project(VERSION) (which --version and the
 #    hugecollapsed_build_info metric print) is the upstream part of the
 #    newest debian/changelog entry.
+# 7. Includes that point one way: scripts/check_includes.sh checks every
+#    file of src/ against the layers of scripts/layers.txt (no include of a
+#    higher layer, no cycle between modules, every module in a layer).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LINT_BUILD_DIR:-$src/build-lint}
@@ -97,6 +100,9 @@ if [[ -z $cmake_version || $cmake_version != "$deb_upstream" ]]; then
 	echo "version: CMakeLists.txt says '$cmake_version', debian/changelog '$deb_version'"
 	fail=1
 fi
+
+step "includes: the layers of scripts/layers.txt"
+bash scripts/check_includes.sh || fail=1
 
 ((fail == 0)) && step "clean" || step "FAILED"
 exit "$fail"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Includes that point one way (scripts/layers.txt): every *.c/*.h in src/
-# belongs to a module (foo.c and foo.h; src/bpf/ is bpf) listed there; a
-# file's #include "..." of another module of src/ names one of its own layer
-# or a lower one; the modules' include graph has no cycle. An include that
+# Includes that point one way: every *.c/*.h of src/ is in the folder of
+# its layer, src/<layer>/, and scripts/layers.txt orders the layers bottom to
+# top. A module is foo.c and foo.h (src/scan/bpf/ is the module bpf). A
+# file's #include "..." of another module names one of its own layer or of a
+# lower one, and the modules' include graph has no cycle. An include that
 # names no file of src/ (a generated header: thp_prctl.skel.h) is not
 # checked. tests/, bench/ and fuzz/ may include anything. Any finding fails.
 set -euo pipefail
@@ -15,7 +16,7 @@ trap 'rm -f "$edges"' EXIT
 
 fail=0
 awk -v edges="$edges" '
-# A path'"'"'s module: its basename without .c/.h, or bpf under src/bpf/.
+# A path'"'"'s module: its basename without .c/.h, or bpf under a bpf/ folder.
 function module(p) {
 	if (p ~ /(^|\/)bpf\//)
 		return "bpf"
@@ -25,17 +26,8 @@ function module(p) {
 }
 FILENAME == ARGV[1] {
 	sub(/#.*/, "")
-	if (NF < 2)
-		next
-	if (!($1 in rank))
+	if (NF)
 		rank[$1] = ++nlayers
-	for (i = 2; i <= NF; i++) {
-		if ($i in layer) {
-			printf "%s:%d: module %s listed twice\n", FILENAME, FNR, $i
-			bad = 1
-		}
-		layer[$i] = $1
-	}
 	next
 }
 /^[ \t]*#[ \t]*include[ \t]*"/ {
@@ -44,21 +36,20 @@ FILENAME == ARGV[1] {
 }
 END {
 	for (k = 2; k < ARGC; k++) {
+		split(ARGV[k], d, "/")
 		mod = module(ARGV[k])
-		present[mod] = 1
-		if (!(mod in layer)) {
-			printf "%s: module %s is in no layer of %s\n", ARGV[k], mod, ARGV[1]
+		if (!(d[2] in rank) || d[3] == "") {
+			printf "%s: not in the folder of a layer of %s\n", ARGV[k], ARGV[1]
+			bad = 1
+		} else if (mod in layer && layer[mod] != d[2]) {
+			printf "%s: module %s is in two layers, %s and %s\n", ARGV[k], mod, layer[mod], d[2]
 			bad = 1
 		}
+		layer[mod] = d[2]
 		name = ARGV[k]
 		sub(/.*\//, "", name)
 		in_src[name] = 1
 	}
-	for (m in layer)
-		if (!(m in present)) {
-			printf "%s: module %s has no file in src/\n", ARGV[1], m
-			bad = 1
-		}
 	# Each include, once every file of src/ is known.
 	for (k = 1; k <= ninc; k++) {
 		split(inc[k], f, SUBSEP)
@@ -66,7 +57,7 @@ END {
 		sub(/.*\//, "", name)
 		from = module(f[1])
 		to = module(f[3])
-		if (!(name in in_src) || !(from in layer) || to == from)
+		if (!(name in in_src) || to == from)
 			continue
 		print from, to > edges
 		if (rank[layer[to]] > rank[layer[from]]) {

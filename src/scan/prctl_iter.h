@@ -1,6 +1,6 @@
 /* prctl_iter: every process's prctl(PR_SET_THP_DISABLE) mode, read from
  * the kernel's own record (two bits of mm->flags) by a BPF task iterator
- * (src/bpf/thp_prctl.bpf.c).
+ * (src/scan/bpf/thp_prctl.bpf.c).
  *
  * Why this and not following prctl() calls: the mode lives in the mm, fork
  * copies it and exec keeps it, so one read is exact for every process,

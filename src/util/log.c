@@ -49,7 +49,7 @@ void log_set_sink(log_sink_fn fn, void *ctx)
 	sink_ctx = ctx;
 }
 
-/* "src/dispatch.c", not the build's absolute path to it. */
+/* "src/collapse/dispatch.c", not the build's absolute path to it. */
 static const char *short_file(const char *file)
 {
 	const char *s = file ? strstr(file, "/src/") : NULL;

@@ -1,4 +1,4 @@
-/* What one walk of the prctl task iterator costs (src/prctl_iter.h), and
+/* What one walk of the prctl task iterator costs (src/scan/prctl_iter.h), and
  * what a status-file read per process costs for comparison: the daemon's
  * cost per pass. Usage: bench_prctl_iter_cost [ROUNDS]. Prints one line. */
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* What the MADV_COLD observer (src/cold_watch.h) costs every other process:
+/* What the MADV_COLD observer (src/scan/cold_watch.h) costs every other process:
  * ns per getppid() in a tight loop (thread CPU time, the fastest of 20
  * slices), with no syscall tracepoint open and with
  * the daemon's own events open (cold_watch_open: both tracepoints on every

@@ -10,7 +10,7 @@ packages=(
 	build-essential cmake pkg-config clang clang-format clang-tidy cppcheck shellcheck
 	libclang-rt-14-dev # clang's ASan, UBSan and libFuzzer runtimes (only recommended by clang)
 	libproc2-dev libinih-dev libsystemd-dev libcmocka-dev
-	libbpf-dev bpftool # the prctl-mode task iterator (src/prctl_iter.h)
+	libbpf-dev bpftool # the prctl-mode task iterator (src/scan/prctl_iter.h)
 	jq man-db procps libcap2-bin strace util-linux
 	gnuplot-nox # bench/plot.sh: the benchmark plots
 	debootstrap systemd-container

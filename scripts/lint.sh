@@ -26,6 +26,10 @@
 # 6. One version: CMake's project(VERSION) (which --version and the
 #    hugecollapsed_build_info metric print) is the upstream part of the
 #    newest debian/changelog entry.
+# 7. Includes that point one way: scripts/check_includes.sh checks that
+#    every file of src/ is in the folder of a layer, src/<layer>/, that no
+#    file includes a header of a higher layer (scripts/layers.txt orders
+#    them) and that no two modules include each other, even through others.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${LINT_BUILD_DIR:-$src/build-lint}
@@ -50,9 +54,9 @@ done
 # id:*/file (cppcheck reports absolute paths), each with why
 cppcheck_suppressions=(
 	# list_conf_files(): names is non-NULL inside the loop (its condition).
-	nullPointerRedundantCheck:*/src/config.c
+	nullPointerRedundantCheck:*/src/util/config.c
 	# read_small_file_at(): &extra is where read() writes, not a read of it.
-	uninitvar:*/src/procfs.c
+	uninitvar:*/src/util/procfs.c
 	# Arrays filled by the loop just before the qsort() that is flagged.
 	uninitvar:*/tests/prom_check.c
 	uninitvar:*/bench/collapse_throughput.c
@@ -64,9 +68,14 @@ cppcheck_args=(-q --std=c11 --enable=warning,performance,portability --inline-su
 for s in "${cppcheck_suppressions[@]}"; do
 	cppcheck_args+=("--suppress=$s")
 done
+# The fuzzers, outside the compile database, see every layer of src/.
+src_includes=()
+for d in src/*/; do
+	src_includes+=("-I${d%/}")
+done
 step "cppcheck"
 cppcheck "${cppcheck_args[@]}" --project="$build/clang/compile_commands.json" || fail=1
-cppcheck "${cppcheck_args[@]}" -D_GNU_SOURCE -I src fuzz || fail=1
+cppcheck "${cppcheck_args[@]}" -D_GNU_SOURCE "${src_includes[@]}" fuzz || fail=1
 
 step "clang-tidy"
 run-clang-tidy -quiet -j "$(nproc)" -p "$build/clang" "^$src/src/.*\.c\$" >"$build/clang-tidy.log" 2>&1 || {
@@ -74,7 +83,7 @@ run-clang-tidy -quiet -j "$(nproc)" -p "$build/clang" "^$src/src/.*\.c\$" >"$bui
 	fail=1
 }
 for f in fuzz/*.c; do
-	out=$(clang-tidy --quiet "$f" -- -std=c11 -D_GNU_SOURCE -Isrc 2>&1) || {
+	out=$(clang-tidy --quiet "$f" -- -std=c11 -D_GNU_SOURCE "${src_includes[@]}" 2>&1) || {
 		grep -v 'warnings generated' <<<"$out"
 		fail=1
 	}
@@ -97,6 +106,9 @@ if [[ -z $cmake_version || $cmake_version != "$deb_upstream" ]]; then
 	echo "version: CMakeLists.txt says '$cmake_version', debian/changelog '$deb_version'"
 	fail=1
 fi
+
+step "includes: the layers of scripts/layers.txt"
+bash scripts/check_includes.sh || fail=1
 
 ((fail == 0)) && step "clean" || step "FAILED"
 exit "$fail"

@@ -362,7 +362,7 @@ static void sample(const char *s)
 
 /* Byte offset of the first byte of s[0..n) that is not in a well-formed
  * UTF-8 sequence, or n. Written here from the Unicode table of well-formed
- * sequences, independently of the daemon's src/utf8.c. */
+ * sequences, independently of the daemon's src/util/utf8.c. */
 static size_t utf8_bad_at(const unsigned char *s, size_t n)
 {
 	size_t i = 0;

@@ -42,7 +42,7 @@ documented() # DESC TEXT WORD…
 }
 
 # Keys: every "/* key = default" comment in config.h names one.
-mapfile -t keys < <(grep -oE '/\* [a-z_]+ = ' "$HC_SRC/src/config.h" | awk '{print $2}' | sort -u)
+mapfile -t keys < <(grep -oE '/\* [a-z_]+ = ' "$HC_SRC/src/util/config.h" | awk '{print $2}' | sort -u)
 # The limits live in scan_result.h, and [daemon] keys are commented by default only.
 keys+=(scan_interval_ms metrics_file metrics_interval_s state_file cgroup_dir khugepaged full_rescan_s alloc_backoff_ms coverage_top_cgroups path
 	pressure_some_pct pressure_full_pct pressure_free_margin_mb cold_watch
@@ -54,8 +54,8 @@ names_in() # FILE ARRAY-MARKER
 {
 	grep -oE '\] = "[a-z_]+"' "$1" | sed -E 's/.*"([a-z_]+)"/\1/'
 }
-mapfile -t scans < <(names_in "$HC_SRC/src/scan_result.c")
-mapfile -t outcomes < <(names_in "$HC_SRC/src/collapse.c")
+mapfile -t scans < <(names_in "$HC_SRC/src/util/scan_result.c")
+mapfile -t outcomes < <(names_in "$HC_SRC/src/collapse/collapse.c")
 assert_ge "scan result names found in scan_result.c" "${#scans[@]}" 9
 assert_ge "collapse outcome names found in collapse.c" "${#outcomes[@]}" 9
 documented "hugecollapsed(8) lists every scan result" "$R8" "${scans[@]}"

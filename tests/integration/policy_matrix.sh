@@ -7,7 +7,7 @@
 # anonymous plain, hg (MADV_HUGEPAGE) and nh (MADV_NOHUGEPAGE), and the same
 # three as shared anonymous memory (shmem). After `hugecollapsed --once --pid`
 # each VMA must be huge (AnonHugePages/ShmemPmdMapped) exactly where the
-# rules of src/thp_policy.h say (shmem: by shmem_enabled in every scope).
+# rules of src/scan/thp_policy.h say (shmem: by shmem_enabled in every scope).
 #
 # Then khugepaged = off: the daemon sets enabled=never, yet keeps applying
 # the policy from before (enabled=madvise): the hg VMA is collapsed, the
@@ -35,7 +35,7 @@ trap matrix_cleanup EXIT
 hc_khugepaged_quiet || exit 1
 
 # The daemon reads prctl modes exactly where it was built with the BPF
-# iterator and the kernel has BTF (src/prctl_iter.h; integration/prctl_modes
+# iterator and the kernel has BTF (src/scan/prctl_iter.h; integration/prctl_modes
 # checks that it does).
 PRCTL_EXACT=0
 [[ -r /sys/kernel/btf/vmlinux && -e $HC_BUILD/bpf/thp_prctl.bpf.o ]] && PRCTL_EXACT=1

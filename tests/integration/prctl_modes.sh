@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 17 part 2: the daemon knows each process's prctl(PR_SET_THP_DISABLE)
-# mode exactly (the BPF task iterator, src/prctl_iter.h), so that where the
+# mode exactly (the BPF task iterator, src/scan/prctl_iter.h), so that where the
 # policy allows plain memory but THPeligible cannot show it, plain memory is
 # collapsed for processes that did not opt out, and only for those.
 #   1. khugepaged = off on an enabled=always host (THPeligible reads 0

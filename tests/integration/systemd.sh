@@ -233,7 +233,7 @@ fi
 
 # The caller's location and the life-cycle MESSAGE_IDs (log.h), not log.c's.
 start_json=$(inc journalctl -q -u hugecollapsed -o json --no-pager MESSAGE_ID=2090787b62c44c32868819164d1098bf | tail -n1)
-if [[ $start_json == *'"CODE_FILE":"src/service.c"'* && $start_json == *'"CODE_FUNC":"service_run"'* ]]; then
+if [[ $start_json == *'"CODE_FILE":"src/service/service.c"'* && $start_json == *'"CODE_FUNC":"service_run"'* ]]; then
 	hc_ok "the start entry has its MESSAGE_ID and the caller's CODE_FILE/CODE_FUNC"
 else
 	hc_not_ok "the start entry has its MESSAGE_ID and the caller's CODE_FILE/CODE_FUNC: ${start_json:0:300}"

@@ -26,6 +26,7 @@
 #include "engine_stats.h"
 #include "procs.h"
 #include "smaps_scan.h"
+#include "smaps_usage.h"
 
 #define FIX  HC_FIXTURES "/cgroup"
 #define MIB2 (UINT64_C(2) << 20)

@@ -31,6 +31,7 @@
 
 #include "khugepaged.h"
 #include "khugepaged_state.h"
+#include "procfs.h" /* sysfs_selected() */
 
 #define SLEEP   "khugepaged/scan_sleep_millisecs"
 #define PAGES   "khugepaged/pages_to_scan"

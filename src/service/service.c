@@ -411,7 +411,7 @@ static int add_news(struct service *s)
 	s->news_cold = w->ncpu;
 	if (d->ncpu + w->ncpu == 0)
 		return 0;
-	s->news = calloc((size_t)(d->ncpu + w->ncpu), sizeof(sd_event_source *));
+	s->news = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(sd_event_source *));
 	if (!s->news)
 		return -ENOMEM;
 	for (int i = 0; i < d->ncpu && r >= 0; i++)

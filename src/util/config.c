@@ -1156,8 +1156,10 @@ bool config_rule_matches(const struct cgroup_rule *r, const char *cgroup)
 {
 	size_t n;
 
+	/* A pattern names at least one component, and '*' would match the
+	 * root's empty one: "/\x2a" is the root's children, not the root. */
 	if (r->glob)
-		return fnmatch(r->path, cgroup, GLOB_FLAGS) == 0;
+		return cgroup[0] == '/' && cgroup[1] != '\0' && fnmatch(r->path, cgroup, GLOB_FLAGS) == 0;
 	n = strlen(r->path);
 	if (n == 1) /* "/" */
 		return true;

@@ -1007,6 +1007,23 @@ static void test_glob_order_is_total(void **state)
 	assert_true(config_rule_more_specific(&r[8], &r[0])); /* depth first: /x/b over /a */
 }
 
+/* A pattern never matches the root, whose one component is empty: "/\x2a"
+ * is for the root's children (fuzz_config found "/" picking "/\x2a"'s policy
+ * over the literal "/" rule's). */
+static void test_glob_not_root(void **state)
+{
+	struct cgroup_rule star = {.path = (char *)"/*"}, root = {.path = (char *)"/"};
+
+	(void)state;
+	config_rule_init(&star);
+	config_rule_init(&root);
+	assert_true(star.glob);
+	assert_false(config_rule_matches(&star, "/"));
+	assert_true(config_rule_matches(&star, "/a"));
+	assert_true(config_rule_matches(&star, "/a/b")); /* descendants, as for every rule */
+	assert_true(config_rule_matches(&root, "/"));
+}
+
 static void test_glob_errors(void **state)
 {
 	char want_dup[1024];
@@ -1145,6 +1162,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_observe_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_glob_policies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_glob_order_is_total, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_glob_not_root, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_glob_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_reload_leaves_previous, setup, teardown),
 	};

@@ -27,20 +27,12 @@ require_no_other_daemon
 trap hc_policy_cleanup EXIT
 hc_khugepaged_quiet || exit 1
 
-# vma_pct WL NAME: PMD-mapped percent of workload WL's VMA NAME.
-vma_pct()
-{
-	local addr len
-	read -r _ _ addr len < <(grep "^vma $2 " "${WL_OUT[$1]}")
-	pmd_pct "${WL_PID[$1]}" "$addr" "$len"
-}
-
 # wait_pct WL NAME MIN: polls up to 30 s for VMA NAME to reach MIN percent.
 wait_pct()
 {
 	local i
 	for ((i = 0; i < $(hc_scaled 30) * 10; i++)); do
-		(($(vma_pct "$1" "$2") >= $3)) && return 0
+		(($(wl_vma_pct "$1" "$2") >= $3)) && return 0
 		sleep 0.1
 	done
 	return 1
@@ -59,23 +51,23 @@ round()
 		hc_cgroup_add cg "${WL_PID[$t-$w]}" || exit 1
 	done
 	wait_pct "$t-plain" anon-plain 90
-	assert_ge "$t: a plain program's plain memory is huge" "$(vma_pct "$t-plain" anon-plain)" 90
+	assert_ge "$t: a plain program's plain memory is huge" "$(wl_vma_pct "$t-plain" anon-plain)" 90
 	wait_pct "$t-except" anon-hg 90
-	assert_ge "$t: except-advised: its MADV_HUGEPAGE memory is huge" "$(vma_pct "$t-except" anon-hg)" 90
+	assert_ge "$t: except-advised: its MADV_HUGEPAGE memory is huge" "$(wl_vma_pct "$t-except" anon-hg)" 90
 	wait_pct "$t-launched" anon-hg 90
 	assert_ge "$t: launched except-advised: its MADV_HUGEPAGE memory is huge" \
-		"$(vma_pct "$t-launched" anon-hg)" 90
+		"$(wl_vma_pct "$t-launched" anon-hg)" 90
 	hc_wait_passes 3 30 || hc_not_ok "$t: three more passes within 30 s"
-	assert_eq "$t: except-advised: plain memory stays 4 KiB" "$(vma_pct "$t-except" anon-plain)" 0
-	assert_eq "$t: launched except-advised (fork + exec): plain stays 4 KiB" "$(vma_pct "$t-launched" anon-plain)" 0
-	assert_eq "$t: prctl completely: plain stays 4 KiB" "$(vma_pct "$t-off" anon-plain)" 0
-	assert_eq "$t: prctl completely: MADV_HUGEPAGE stays 4 KiB" "$(vma_pct "$t-off" anon-hg)" 0
-	assert_eq "$t: MADV_NOHUGEPAGE stays 4 KiB" "$(vma_pct "$t-plain" anon-nh)" 0
-	assert_eq "$t: not cleared yet: plain stays 4 KiB" "$(vma_pct "$t-clears" anon-plain)" 0
+	assert_eq "$t: except-advised: plain memory stays 4 KiB" "$(wl_vma_pct "$t-except" anon-plain)" 0
+	assert_eq "$t: launched except-advised (fork + exec): plain stays 4 KiB" "$(wl_vma_pct "$t-launched" anon-plain)" 0
+	assert_eq "$t: prctl completely: plain stays 4 KiB" "$(wl_vma_pct "$t-off" anon-plain)" 0
+	assert_eq "$t: prctl completely: MADV_HUGEPAGE stays 4 KiB" "$(wl_vma_pct "$t-off" anon-hg)" 0
+	assert_eq "$t: MADV_NOHUGEPAGE stays 4 KiB" "$(wl_vma_pct "$t-plain" anon-nh)" 0
+	assert_eq "$t: not cleared yet: plain stays 4 KiB" "$(wl_vma_pct "$t-clears" anon-plain)" 0
 	kill -s RTMIN+2 "${WL_PID[$t-clears]}"
 	hc_wait_until 10 grep -q 'prctl cleared' "${WL_OUT[$t-clears]}" || hc_not_ok "$t: the workload cleared its prctl"
 	wait_pct "$t-clears" anon-plain 90 # full_rescan_s = 2 finds the change
-	assert_ge "$t: after clearing its prctl: plain memory is huge" "$(vma_pct "$t-clears" anon-plain)" 90
+	assert_ge "$t: after clearing its prctl: plain memory is huge" "$(wl_vma_pct "$t-clears" anon-plain)" 90
 	for w in plain except off clears; do
 		stop_workload "$t-$w" || hc_not_ok "$t-$w: pattern intact"
 	done

@@ -251,6 +251,19 @@ hc_wait_passes()
 	return 1
 }
 
+# After a failed assertion, the end of each daemon log this test wrote:
+# CI keeps only the test's output, and the temp dir goes at exit.
+hc_show_daemon_logs()
+{
+	local log
+	((HC_FAIL > 0)) || return 0
+	for log in "$HC_TMP"/daemon.*.log; do
+		[[ -f $log ]] || continue
+		echo "# last lines of $(basename "$log"):"
+		tail -n 60 "$log" | sed 's/^/#   /'
+	done
+}
+
 # Kill what we started, by PID, children of this shell only; then the
 # workloads (hc_cleanup), then the cgroups they were in; then sysfs.
 hc_policy_cleanup()
@@ -262,6 +275,7 @@ hc_policy_cleanup()
 		fi
 	done
 	HC_EXTRA_PIDS=()
+	hc_show_daemon_logs
 	hc_cleanup
 	for ((i = ${#HC_CGROUPS[@]} - 1; i >= 0; i--)); do
 		# A killed member may take a moment to leave the group.

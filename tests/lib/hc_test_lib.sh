@@ -290,6 +290,14 @@ wl_pmd_pct()
 {
 	pmd_pct "${WL_PID[$1]}" "${WL_ADDR[$1]}" "${WL_LEN[$1]}"
 }
+# wl_vma_pct WL NAME: PMD-mapped percent of VMA NAME of a matrix-role
+# workload (its "vma NAME ADDR LEN" lines).
+wl_vma_pct()
+{
+	local addr len
+	read -r _ _ addr len < <(grep "^vma $2 " "${WL_OUT[$1]}")
+	pmd_pct "${WL_PID[$1]}" "$addr" "$len"
+}
 
 # hc_stop_pid PID: SIGTERM to a child of this shell, SIGKILL if it is still
 # there after 10 s; reaps it. An empty PID does nothing.

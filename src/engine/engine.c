@@ -190,6 +190,31 @@ void engine_cold_drain(struct engine *e)
 		log_warn("no memory to mark every process cold after lost MADV_COLD records");
 }
 
+/* The observer's events follow CPU hotplug (cold_watch_refresh()). Calls
+ * on a CPU that came online before its events did were not seen: every
+ * process counts as cold, as after lost records, and is read again (its
+ * THP policy may have changed too). Hotplug is rare: one full read. */
+static void cold_refresh(struct engine *e, double now)
+{
+	int r = cold_watch_refresh(&e->cold, now, e->cfg->full_rescan_s);
+
+	if (r < 0)
+		log_warn("cannot open the MADV_COLD/MADV_PAGEOUT tracepoint events again (%s): CPUs that came "
+			 "online are not observed",
+			 strerror(-r));
+	if (r != 2)
+		return;
+	log_info("MADV_COLD/MADV_PAGEOUT ranges: observed on %d CPUs (online: %.*s); calls on the new ones before "
+		 "now were not: every process counts as cold until its VMAs show their pages referenced",
+		 e->cold.ncpu, (int)strcspn(e->cold.online, "\n"), e->cold.online);
+	if (cold_ranges_whole_all(&e->cold.ranges, st_pid, e->st, e->nst) < 0)
+		log_warn("no memory to mark every process cold after CPU hotplug");
+	for (size_t i = 0; i < e->nst; i++)
+		if (fault_pids_add(&e->cold.advised, e->st[i].pid) < 0)
+			break; /* the full rescan reads the others */
+	fault_pids_finish(&e->cold.advised);
+}
+
 /* After a sample: ranges follow their process (bound to its start time, so
  * a recycled PID starts clean) and go with it. A PID not in the table yet
  * may be a newcomer the sample did not list: kept while it exists. */
@@ -581,6 +606,8 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 		return r;
 	cold_ranges_follow(e);
 	now = e->sampler.sample_time;
+	/* Before anything is judged by the observer's record. */
+	cold_refresh(e, now);
 	e->pass_start = t0;
 	{
 		const struct scan_input in = scan_input(e);

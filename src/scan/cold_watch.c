@@ -16,7 +16,8 @@
 
 #include "procfs.h"
 
-#define FORMAT_MAX 8192
+#define FORMAT_MAX      8192
+#define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
 /* The decimal after key in s, up to the next ';'. 0 or -EINVAL. */
 static int number_after(const char *s, const char *key, uint64_t *v)
@@ -107,8 +108,11 @@ static uint64_t field(const uint8_t *raw, size_t rawlen, uint32_t off, uint32_t 
 	return v8;
 }
 
-int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_t head, const struct trace_fields *madv,
-			const struct trace_fields *pmadv, cold_call_fn fn, void *ctx, bool *lost)
+/* How many fields of each event a call carries. */
+static const int event_fields[COLD_NR_EVENTS] = {3, 2, 1};
+
+int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_t head,
+			const struct trace_fields ev[COLD_NR_EVENTS], cold_call_fn fn, void *ctx, bool *lost)
 {
 	uint8_t rec[512];
 
@@ -138,21 +142,22 @@ int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_
 				return -EINVAL;
 			const uint8_t *raw = rec + sizeof(h) + 12;
 			if (rawlen >= 2) {
-				const struct trace_fields *tf = NULL;
-				struct cold_call c = {.pid = (pid_t)pid};
+				struct cold_call c = {.pid = (pid_t)pid, .event = COLD_NR_EVENTS};
 				bool ok = true;
 
 				memcpy(&type, raw, 2);
-				if (type == madv->id)
-					tf = madv;
-				else if (type == pmadv->id)
-					tf = pmadv, c.process = true;
-				for (int i = 0; tf && i < (c.process ? 2 : 3); i++)
-					c.a[i] = field(raw, rawlen, tf->off[i], tf->size[i], &ok);
-				if (tf && ok && (int32_t)pid > 0)
+				for (int e = 0; e < COLD_NR_EVENTS && c.event == COLD_NR_EVENTS; e++)
+					if (type == ev[e].id)
+						c.event = (enum cold_event)e;
+				if (c.event == COLD_NR_EVENTS)
+					goto next; /* another event's: not ours */
+				for (int i = 0; i < event_fields[c.event]; i++)
+					c.a[i] = field(raw, rawlen, ev[c.event].off[i], ev[c.event].size[i], &ok);
+				if (ok && (int32_t)pid > 0)
 					fn(ctx, &c);
 			}
 		}
+	next:
 		tail += h.size;
 	}
 	return 0;
@@ -180,18 +185,22 @@ static pid_t pidfd_target(const char *proc_root, pid_t caller, uint64_t fd)
 
 int cold_watch_apply(struct cold_watch *w, const struct cold_call *c)
 {
-	uint64_t behavior = c->process ? c->a[1] : c->a[2];
+	bool process = c->event == COLD_EV_PROCESS_MADVISE;
+	uint64_t behavior = process ? c->a[1] : c->a[2];
 	pid_t target;
 
 	if (c->pid == w->self)
 		return 0;
+	/* Either way its THP policy changed: news, not advice. */
+	if (c->event == COLD_EV_PRCTL)
+		return c->a[0] == COLD_WATCH_PR_SET_THP_DISABLE && fault_pids_add(&w->advised, c->pid) < 0;
 	/* process_madvise() refuses MADV_HUGEPAGE (EINVAL): only madvise(). */
 	if (behavior == MADV_HUGEPAGE)
-		return !c->process && fault_pids_add(&w->advised, c->pid) < 0;
+		return !process && fault_pids_add(&w->advised, c->pid) < 0;
 	if (behavior != MADV_COLD && behavior != MADV_PAGEOUT)
 		return 0;
 	w->calls++;
-	if (!c->process)
+	if (!process)
 		return cold_ranges_add(&w->ranges, c->pid, c->a[0], c->a[1]) < 0 &&
 		       cold_ranges_whole(&w->ranges, c->pid) < 0;
 	target = pidfd_target(w->proc_root, c->pid, c->a[0]);
@@ -221,20 +230,22 @@ int cold_watch_drain(struct cold_watch *w)
 {
 	struct drain_ctx d = {.w = w};
 	size_t pagesz = w->map_len / (1 + COLD_WATCH_PAGES);
+	bool pending = w->lost_pending;
 
 	for (int i = 0; i < w->ncpu; i++) {
-		struct perf_event_mmap_page *pg = w->page[i];
+		struct perf_event_mmap_page *pg = w->cpu[i].page;
 		uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE), tail = pg->data_tail;
 
-		if (parse_cold_ring_buf((const uint8_t *)w->page[i] + pagesz, w->map_len - pagesz, tail, head, &w->madv,
-					&w->pmadv, on_call, &d, &d.lost) < 0)
+		if (parse_cold_ring_buf((const uint8_t *)pg + pagesz, w->map_len - pagesz, tail, head, w->ev, on_call,
+					&d, &d.lost) < 0)
 			d.lost = true;
 		__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
 	}
 	fault_pids_finish(&w->advised);
 	if (d.lost)
 		w->losses++;
-	return d.lost;
+	w->lost_pending = false;
+	return d.lost || pending;
 }
 
 bool cold_watch_active(const struct cold_watch *w)
@@ -244,7 +255,7 @@ bool cold_watch_active(const struct cold_watch *w)
 
 int cold_watch_fd(const struct cold_watch *w, int i)
 {
-	return w->fd[i];
+	return w->cpu[i].fd[COLD_EV_MADVISE];
 }
 
 bool cold_watch_advised(const struct cold_watch *w, pid_t pid)
@@ -252,21 +263,35 @@ bool cold_watch_advised(const struct cold_watch *w, pid_t pid)
 	return fault_pids_has(&w->advised, pid);
 }
 
-/* The two format files, read where tracefs is mounted. */
+/* Per event: its tracepoint, the fields a call carries, and the filter
+ * that lets only the calls we want into the ring. */
+static const struct {
+	const char *format;
+	const char *fields[3];
+	const char *filter;
+} events[COLD_NR_EVENTS] = {
+    [COLD_EV_MADVISE] = {"events/syscalls/sys_enter_madvise/format",
+			 {"start", "len_in", "behavior"},
+			 "behavior == 20 || behavior == 21 || behavior == 14"},
+    [COLD_EV_PROCESS_MADVISE] = {"events/syscalls/sys_enter_process_madvise/format",
+				 {"pidfd", "behavior"},
+				 "behavior == 20 || behavior == 21 || behavior == 14"},
+    [COLD_EV_PRCTL] = {"events/syscalls/sys_enter_prctl/format", {"option"}, "option == 41"},
+};
+
+/* The format files, read where tracefs is mounted. */
 struct formats {
-	char madv[FORMAT_MAX], pmadv[FORMAT_MAX];
+	char text[COLD_NR_EVENTS][FORMAT_MAX];
 };
 
 static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
-/* The two format files under dirfd, a tracefs root. */
+/* The format files under dirfd, a tracefs root. */
 static int read_formats_at(int dirfd, struct formats *f)
 {
-	if (read_small_file_at(dirfd, "events/syscalls/sys_enter_madvise/format", f->madv, sizeof(f->madv)) <= 0)
-		return -ENOENT;
-	if (read_small_file_at(dirfd, "events/syscalls/sys_enter_process_madvise/format", f->pmadv, sizeof(f->pmadv)) <=
-	    0)
-		return -ENOENT;
+	for (int e = 0; e < COLD_NR_EVENTS; e++)
+		if (read_small_file_at(dirfd, events[e].format, f->text[e], sizeof(f->text[e])) <= 0)
+			return -ENOENT;
 	return 0;
 }
 
@@ -323,22 +348,20 @@ static int open_attr(const struct trace_fields *tf, int cpu, uint32_t wakeup)
 	return fd < 0 ? -errno : fd;
 }
 
-static int open_event(const struct trace_fields *tf, int cpu, int group)
+/* Event e on cpu; its records go to the ring of group (-1: its own). */
+static int open_event(const struct cold_watch *w, enum cold_event e, int cpu, int group)
 {
-	/* Only the advice that clears referenced bits, and the opt-in,
-	 * reach the ring. */
-	const char *filter = "behavior == 20 || behavior == 21 || behavior == 14";
 	/* Each recorded call is news the service may wake for. */
-	int fd = open_attr(tf, cpu, 1);
+	int fd = open_attr(&w->ev[e], cpu, 1);
 
 	if (fd < 0)
 		return fd;
-	if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) < 0) {
-		/* Without a filter every madvise() is recorded and the drain
+	if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, events[e].filter) < 0) {
+		/* Without a filter every call is recorded and the drain
 		 * filters; a wake-up for each (malloc's MADV_DONTNEED) would
 		 * cost more than the news: never polled then. */
 		close(fd);
-		fd = open_attr(tf, cpu, 1u << 30);
+		fd = open_attr(&w->ev[e], cpu, 1u << 30);
 		if (fd < 0)
 			return fd;
 	}
@@ -351,16 +374,76 @@ static int open_event(const struct trace_fields *tf, int cpu, int group)
 	return fd;
 }
 
+static void close_cpus(struct cold_cpu *cpu, int n, size_t map_len)
+{
+	for (int i = 0; cpu && i < n; i++) {
+		munmap(cpu[i].page, map_len);
+		for (int e = COLD_NR_EVENTS - 1; e >= 0; e--)
+			close(cpu[i].fd[e]);
+	}
+}
+
+/* One CPU's events and ring into *c: 0, -ENODEV if it is offline, or -errno. */
+static int open_cpu(const struct cold_watch *w, int cpu, struct cold_cpu *c)
+{
+	int fd = open_event(w, COLD_EV_MADVISE, cpu, -1), r = 0, e;
+
+	if (fd == -ENODEV || fd == -EINVAL) /* offline */
+		return -ENODEV;
+	if (fd < 0)
+		return fd;
+	c->fd[COLD_EV_MADVISE] = fd;
+	c->page = mmap(NULL, w->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c->page == MAP_FAILED) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	for (e = COLD_EV_MADVISE + 1; e < COLD_NR_EVENTS && r == 0; e++) {
+		c->fd[e] = open_event(w, (enum cold_event)e, cpu, fd);
+		r = c->fd[e] < 0 ? c->fd[e] : 0;
+	}
+	if (r < 0) {
+		for (e -= 2; e >= 0; e--) /* the one that failed has no fd */
+			close(c->fd[e]);
+		munmap(c->page, w->map_len);
+	}
+	return r;
+}
+
+/* Events on every CPU online now, into cpu[] (w->possible slots), their
+ * count into *n. Reads the online list first: a CPU that comes online
+ * while we open shows as a change at the next refresh. 0 or -errno. */
+static int open_cpus(struct cold_watch *w, struct cold_cpu *cpu, int *n)
+{
+	int r = 0;
+
+	if (read_small_file_at(AT_FDCWD, CPU_ONLINE_PATH, w->online, sizeof(w->online)) <= 0)
+		w->online[0] = '\0';
+	*n = 0;
+	for (int i = 0; i < w->possible; i++) {
+		r = open_cpu(w, i, &cpu[*n]);
+		if (r == -ENODEV) {
+			r = 0;
+			continue;
+		}
+		if (r < 0)
+			break;
+		(*n)++;
+	}
+	if (r == 0 && *n == 0)
+		r = -ENODEV;
+	if (r < 0) {
+		close_cpus(cpu, *n, w->map_len);
+		*n = 0;
+	}
+	return r;
+}
+
 void cold_watch_close(struct cold_watch *w)
 {
-	for (int i = 0; w->page && w->fd && w->fd2 && i < w->ncpu; i++) {
-		munmap(w->page[i], w->map_len);
-		close(w->fd2[i]);
-		close(w->fd[i]);
-	}
-	free(w->fd);
-	free(w->fd2);
-	free(w->page);
+	close_cpus(w->cpu, w->ncpu, w->map_len);
+	free(w->cpu);
 	cold_ranges_free(&w->ranges);
 	fault_pids_free(&w->advised);
 	memset(w, 0, sizeof(*w));
@@ -368,10 +451,7 @@ void cold_watch_close(struct cold_watch *w)
 
 int cold_watch_open(struct cold_watch *w, const char *proc_root, char *why, size_t whylen)
 {
-	static const char *const madv_names[] = {"start", "len_in", "behavior"};
-	static const char *const pmadv_names[] = {"pidfd", "behavior"};
 	struct formats *f = calloc(1, sizeof(*f));
-	long possible = sysconf(_SC_NPROCESSORS_CONF);
 	int r = -ENOENT;
 
 	memset(w, 0, sizeof(*w));
@@ -388,52 +468,68 @@ int cold_watch_open(struct cold_watch *w, const char *proc_root, char *why, size
 		free(f);
 		return r;
 	}
-	r = parse_trace_format_buf(f->madv, strlen(f->madv), madv_names, 3, &w->madv);
-	if (r == 0)
-		r = parse_trace_format_buf(f->pmadv, strlen(f->pmadv), pmadv_names, 2, &w->pmadv);
+	for (int e = 0; e < COLD_NR_EVENTS && r == 0; e++)
+		r = parse_trace_format_buf(f->text[e], strlen(f->text[e]), events[e].fields, (size_t)event_fields[e],
+					   &w->ev[e]);
 	free(f);
 	if (r < 0) {
 		snprintf(why, whylen, "unexpected tracepoint format");
 		return r;
 	}
 	w->map_len = (1 + COLD_WATCH_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
-	w->fd = calloc((size_t)possible, sizeof(*w->fd));
-	w->fd2 = calloc((size_t)possible, sizeof(*w->fd2));
-	w->page = calloc((size_t)possible, sizeof(*w->page));
-	if (!w->fd || !w->fd2 || !w->page) {
-		cold_watch_close(w);
-		return -ENOMEM;
-	}
-	for (int cpu = 0; cpu < possible; cpu++) {
-		int fd = open_event(&w->madv, cpu, -1), fd2;
-		void *p;
-
-		if (fd == -ENODEV || fd == -EINVAL) /* offline */
-			continue;
-		if (fd < 0) {
-			r = fd;
-			break;
-		}
-		p = mmap(NULL, w->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		fd2 = p == MAP_FAILED ? -errno : open_event(&w->pmadv, cpu, fd);
-		if (fd2 < 0) {
-			r = fd2;
-			if (p != MAP_FAILED)
-				munmap(p, w->map_len);
-			close(fd);
-			break;
-		}
-		w->fd[w->ncpu] = fd;
-		w->fd2[w->ncpu] = fd2;
-		w->page[w->ncpu++] = p;
-		r = 0;
-	}
-	if (r < 0 || w->ncpu == 0) {
-		snprintf(why, whylen, "perf tracepoint events: %s", strerror(r < 0 ? -r : ENODEV));
+	/* Every CPU that can ever come online, not only those online now. */
+	w->possible = (int)sysconf(_SC_NPROCESSORS_CONF);
+	w->cpu = calloc((size_t)(w->possible > 0 ? w->possible : 1), sizeof(*w->cpu));
+	r = w->cpu ? open_cpus(w, w->cpu, &w->ncpu) : -ENOMEM;
+	if (r < 0) {
+		snprintf(why, whylen, "perf tracepoint events: %s", strerror(-r));
 		cold_watch_close(w);
 		w->self = getpid();
 		w->proc_root = proc_root;
-		return r < 0 ? r : -ENODEV;
+		return r;
 	}
+	w->opens = 1;
 	return 0;
+}
+
+#define ONLINE_CHECK_S 1.0 /* the online list costs a sysfs read: once a second */
+
+int cold_watch_refresh(struct cold_watch *w, double now, double force_after)
+{
+	char online[COLD_WATCH_ONLINE_MAX];
+	bool force, changed;
+	struct cold_cpu *cpu;
+	int n, r;
+
+	if (!cold_watch_active(w) || now - w->checked_at < ONLINE_CHECK_S)
+		return 0;
+	if (!w->opened_at)
+		w->opened_at = now; /* the open itself had no clock */
+	w->checked_at = now;
+	force = now - w->opened_at >= force_after;
+	if (read_small_file_at(AT_FDCWD, CPU_ONLINE_PATH, online, sizeof(online)) <= 0)
+		return 0;
+	changed = strcmp(online, w->online) != 0;
+	if (!changed && !force)
+		return 0;
+	cpu = calloc((size_t)w->possible, sizeof(*cpu));
+	if (!cpu)
+		return -ENOMEM;
+	/* New first, then the old drained and closed: a call between the two
+	 * is in one ring or both (recorded twice, which changes nothing). */
+	r = open_cpus(w, cpu, &n);
+	if (r < 0) {
+		free(cpu);
+		snprintf(w->online, sizeof(w->online), "%s", online); /* not again every second */
+		return r;
+	}
+	/* What the old rings lost is told by the caller's next drain. */
+	w->lost_pending = cold_watch_drain(w) || w->lost_pending;
+	close_cpus(w->cpu, w->ncpu, w->map_len);
+	free(w->cpu);
+	w->cpu = cpu;
+	w->ncpu = n;
+	w->opened_at = now;
+	w->opens++;
+	return changed ? 2 : 1;
 }

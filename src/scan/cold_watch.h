@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cold_watch: the ranges processes give MADV_COLD and MADV_PAGEOUT, from
  * the syscall tracepoints syscalls:sys_enter_madvise and
- * sys_enter_process_madvise, into cold_ranges.h; and who opted in with
- * MADV_HUGEPAGE (advised), news that no counter shows: the scanner reads
- * such a process again at the next pass (rescan_reason.h), and the ring's
- * poll wakes the service for that pass at once.
+ * sys_enter_process_madvise, into cold_ranges.h; and who changed its own
+ * THP policy with madvise(MADV_HUGEPAGE) or prctl(PR_SET_THP_DISABLE)
+ * (sys_enter_prctl), news that no counter shows (advised): the scanner
+ * reads such a process again at the next pass (rescan_reason.h), and the
+ * ring's poll wakes the service for that pass at once.
  *
  * One perf tracepoint event per CPU and syscall, system-wide, with a filter
  * (behavior == MADV_COLD || behavior == MADV_PAGEOUT || behavior ==
- * MADV_HUGEPAGE), so only those calls reach the per-CPU rings
- * (PERF_SAMPLE_TID | PERF_SAMPLE_RAW: caller, and the call's arguments as
- * the tracepoint's format file lays them out); each record makes the ring's
- * fd readable. The rings are drained by reading memory, no system call,
- * before each pass and before each collapse call.
+ * MADV_HUGEPAGE; option == PR_SET_THP_DISABLE), so only those calls reach
+ * the per-CPU rings (PERF_SAMPLE_TID | PERF_SAMPLE_RAW: caller, and the
+ * call's arguments as the tracepoint's format file lays them out); each
+ * record makes the ring's fd readable. The rings are drained by reading
+ * memory, no system call, before each pass and before each collapse call.
+ * The events follow CPU hotplug (cold_watch_refresh()).
  *
  * What it cannot see, each failing toward "cold" where it can tell:
  * - process_madvise(): its ranges sit in the caller's memory (vec), which a
@@ -26,6 +28,9 @@
  *   it, and all of them for --once), and io_uring's IORING_OP_MADVISE,
  *   which does not enter the system call: only the per-VMA rule
  *   (min_referenced_pct) judges those.
+ * - Calls on a CPU that came online before the events there were opened:
+ *   cold_watch_refresh() reports them as blind, and the caller treats
+ *   every process as after lost records, and reads every one again.
  *
  * Cost: enabling any syscall tracepoint sets the syscall-tracepoint work
  * flag on every task, so every system call of every process takes the slow
@@ -56,6 +61,16 @@
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
 #endif
+#define COLD_WATCH_PR_SET_THP_DISABLE 41  /* <sys/prctl.h>'s, without the header's other names */
+#define COLD_WATCH_ONLINE_MAX         256 /* /sys/devices/system/cpu/online, as read */
+
+/* The tracepoints, in the order of cold_watch's per-CPU fds. */
+enum cold_event {
+	COLD_EV_MADVISE,         /* start, len_in, behavior */
+	COLD_EV_PROCESS_MADVISE, /* pidfd, behavior */
+	COLD_EV_PRCTL,           /* option */
+	COLD_NR_EVENTS,
+};
 
 /* Where a tracepoint's fields sit in its raw record (its format file). */
 struct trace_fields {
@@ -70,33 +85,44 @@ int parse_trace_format_buf(const char *buf, size_t len, const char *const *names
 
 /* One call as the ring recorded it. */
 struct cold_call {
-	pid_t pid;     /* the caller (PERF_SAMPLE_TID) */
-	bool process;  /* process_madvise: a[0] is the pidfd, a[1] the behavior */
-	uint64_t a[3]; /* madvise: start, len_in, behavior */
+	pid_t pid;             /* the caller (PERF_SAMPLE_TID) */
+	enum cold_event event; /* which call */
+	uint64_t a[3];         /* its fields, in the order of enum cold_event */
 };
 
 typedef void (*cold_call_fn)(void *ctx, const struct cold_call *c);
 
 /* Reads the records in data[tail..head) (positions modulo size, a power of
- * two): samples whose raw data is one of the two events (by common_type)
+ * two): samples whose raw data is one of the events ev[] (by common_type)
  * reach fn; PERF_RECORD_LOST and PERF_RECORD_THROTTLE set *lost. Returns 0,
  * or -EINVAL for garbage (a record too short or past head). Pure. */
-int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_t head, const struct trace_fields *madv,
-			const struct trace_fields *pmadv, cold_call_fn fn, void *ctx, bool *lost);
+int parse_cold_ring_buf(const uint8_t *data, size_t size, uint64_t tail, uint64_t head,
+			const struct trace_fields ev[COLD_NR_EVENTS], cold_call_fn fn, void *ctx, bool *lost);
+
+/* One CPU's events: the first owns the ring, the others write into it. */
+struct cold_cpu {
+	int fd[COLD_NR_EVENTS];
+	void *page; /* control page + COLD_WATCH_PAGES data pages */
+};
 
 struct cold_watch {
 	int ncpu;
-	int *fd;     /* per CPU: the madvise event (owns the ring) */
-	int *fd2;    /* per CPU: the process_madvise event (output redirected) */
-	void **page; /* per CPU: control page + COLD_WATCH_PAGES data pages */
+	struct cold_cpu *cpu; /* ncpu of possible, for the CPUs online at the last open */
+	int possible;
 	size_t map_len;
-	struct trace_fields madv, pmadv;
-	pid_t self;            /* our own calls (the lazy-free probe) are not advice */
-	const char *proc_root; /* for the fdinfo of a process_madvise caller */
+	struct trace_fields ev[COLD_NR_EVENTS];
+	char online[COLD_WATCH_ONLINE_MAX]; /* the online list at the last open */
+	double checked_at, opened_at;       /* cold_watch_refresh()'s clock */
+	unsigned opens;                     /* (re)opens: each changed the fds */
+	bool lost_pending;                  /* a refresh's drain lost records: the next drain says so */
+	pid_t self;                         /* our own calls (the lazy-free probe) are not advice */
+	const char *proc_root;              /* for the fdinfo of a process_madvise caller */
 	struct cold_ranges ranges;
-	/* Callers of madvise(MADV_HUGEPAGE) since the engine last reset it
-	 * (finished: sorted, unique). A lost one is news missed, not a wrong
-	 * decision: the policy recheck (rescan_reason.h) finds it later. */
+	/* Callers of madvise(MADV_HUGEPAGE) and prctl(PR_SET_THP_DISABLE)
+	 * since the engine last reset it (finished: sorted, unique). A lost
+	 * one is news missed, not a wrong decision: a prctl(…, 1) is checked
+	 * before each collapse anyway, and the policy recheck and the full
+	 * rescan (rescan_reason.h) find the opt-ins later. */
 	struct fault_pids advised;
 	uint64_t calls;      /* MADV_COLD/MADV_PAGEOUT calls recorded */
 	uint64_t losses;     /* drains that lost records (or a target) */
@@ -110,6 +136,18 @@ struct cold_watch {
 /* Opens the events on every online CPU. 0, or -errno (w is then empty and
  * cold_watch_drain() does nothing); why says what failed. */
 int cold_watch_open(struct cold_watch *w, const char *proc_root, char *why, size_t whylen);
+/* CPU hotplug: an event cannot be opened on an offline CPU, and one opened
+ * before its CPU went offline stays silent after it comes back. At most
+ * once a second (at now), reads the online list; if it changed since the
+ * last open, or force_after seconds passed since then, opens the events
+ * again on the CPUs online now, before the old ones are drained and
+ * closed, so that no call between the two is missed. Returns 0 if nothing
+ * was done or w is not active; 1 if the events were opened again; 2 if
+ * so and the online list had changed: calls on a CPU that came online
+ * before now were not seen (blind), and the caller must act as after lost
+ * records and read every process again; -errno if the open failed (the
+ * old events stay). */
+int cold_watch_refresh(struct cold_watch *w, double now, double force_after);
 bool cold_watch_active(const struct cold_watch *w);
 /* Closes the events; the ranges are freed too. */
 void cold_watch_close(struct cold_watch *w);

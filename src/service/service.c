@@ -55,6 +55,7 @@ struct service {
 	struct news_gate news_gate;
 	unsigned news_opens;                 /* the doorbell's opens when news was built */
 	int news_cold;                       /* the observer's CPUs when news was built */
+	unsigned news_cold_opens;            /* and its opens (CPU hotplug) */
 	bool metrics_failed;                 /* logged once until it works again */
 	struct metrics_memory metrics_mem;   /* stable series from one write to the next */
 	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
@@ -409,6 +410,7 @@ static int add_news(struct service *s)
 
 	s->news_opens = d->opens;
 	s->news_cold = w->ncpu;
+	s->news_cold_opens = w->opens;
 	if (d->ncpu + w->ncpu == 0)
 		return 0;
 	s->news = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(sd_event_source *));
@@ -428,12 +430,14 @@ static int add_news(struct service *s)
 	return r;
 }
 
-/* The doorbell's events are opened again on CPU hotplug, the observer's
- * on a reload: listen to the fds there are now. */
+/* The doorbell's and the observer's events are opened again on CPU
+ * hotplug, the observer's on a reload too: listen to the fds there are
+ * now. */
 static void follow_news(struct service *s)
 {
 	if (s->back_to_back || !s->pass_source ||
-	    (engine_doorbell(&s->engine)->opens == s->news_opens && engine_cold(&s->engine)->ncpu == s->news_cold))
+	    (engine_doorbell(&s->engine)->opens == s->news_opens && engine_cold(&s->engine)->ncpu == s->news_cold &&
+	     engine_cold(&s->engine)->opens == s->news_cold_opens))
 		return;
 	drop_news(s);
 	if (add_news(s) < 0) {

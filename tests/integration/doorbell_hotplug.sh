@@ -1,14 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The page-fault doorbell watches CPUs that come online after the daemon
-# started (issue 11, defect 8). On 6.18 an event cannot be opened on an
-# offline CPU (ENODEV), and one opened before its CPU went offline stays
-# silent after it comes back, so the daemon must open events again.
+# The page-fault doorbell and the MADV_COLD/MADV_HUGEPAGE/prctl observer
+# watch CPUs that come online after the daemon started (issue 11, defect 8).
+# On 6.18 an event cannot be opened on an offline CPU (ENODEV), and one
+# opened before its CPU went offline stays silent after it comes back, so
+# the daemon must open events again.
 # With cpu1 offline (put back online by the EXIT trap, even on failure), the
-# daemon starts with a doorbell on one CPU; cpu1 comes online; a workload
-# pinned to cpu1 starts. Asserts the daemon logs a doorbell on both CPUs
-# within 20 s, and that the workload is collapsed. Needs root, a cpu1 that
-# can go offline, cgroup v2 and taskset; exits 77 on a single-CPU machine.
+# daemon starts with both on one CPU; cpu1 comes online; a workload pinned
+# to cpu1 starts. Asserts the daemon logs a doorbell and an observer on both
+# CPUs within 20 s, and that the workload is collapsed: its opt-in (prctl
+# cleared, MADV_HUGEPAGE) ran on either CPU, before or after the observer
+# was there, and no counter shows it. Needs root, a cpu1 that can go
+# offline, cgroup v2, tracefs syscall events and taskset; exits 77 on a
+# single-CPU machine.
 # shellcheck source=tests/lib/hc_test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/hc_test_lib.sh"
 # shellcheck source=tests/lib/hc_policy_lib.sh
@@ -39,6 +43,7 @@ echo 0 >"$CPU1" || exit 1
 assert_eq "cpu1 is offline" "$(cat "$CPU1")" 0
 hc_daemon_start "$CONF" || exit 1
 assert_cmd "the daemon starts with a doorbell on one CPU" grep -q 'page-fault doorbell on 1 CPUs' "$HC_DAEMON_LOG"
+assert_cmd "the daemon starts with an observer on one CPU" grep -q 'ranges: observed by syscall tracepoints on 1 CPUs' "$HC_DAEMON_LOG"
 
 echo 1 >"$CPU1"
 assert_eq "cpu1 is online again" "$(cat "$CPU1")" 1
@@ -54,10 +59,12 @@ taskset -pc 1 "${WL_PID[pinned]}" >/dev/null
 assert_eq "the workload runs on cpu1 only" "$(taskset -pc "${WL_PID[pinned]}" | awk '{print $NF}')" 1
 
 t0=$SECONDS
-until grep -q 'page-fault doorbell on 2 CPUs' "$HC_DAEMON_LOG" || ((SECONDS - t0 >= 20)); do
+until grep -q 'page-fault doorbell on 2 CPUs' "$HC_DAEMON_LOG" && grep -q 'ranges: observed on 2 CPUs' "$HC_DAEMON_LOG" ||
+	((SECONDS - t0 >= 20)); do
 	sleep 0.2
 done
 assert_cmd "the daemon opened a doorbell on both CPUs" grep -q 'page-fault doorbell on 2 CPUs' "$HC_DAEMON_LOG"
+assert_cmd "the daemon opened the observer on both CPUs" grep -q 'ranges: observed on 2 CPUs' "$HC_DAEMON_LOG"
 hc_log "noticed after $((SECONDS - t0)) s"
 t0=$SECONDS
 while (($(wl_pmd_pct pinned) < 90 && SECONDS - t0 < 20)); do

@@ -241,8 +241,9 @@ static void test_parse_format(void **state)
 	assert_int_equal(parse_trace_format_buf("", 0, names, 3, &tf), -EINVAL);
 }
 
-/* A ring holding one madvise sample, one of another event, a LOST record
- * and a process_madvise sample, the first record wrapped around the end. */
+/* A ring holding one madvise sample, one of another event, a LOST record,
+ * a process_madvise and a prctl sample, the first record wrapped around
+ * the end. */
 struct seen {
 	struct cold_call c[8];
 	int n;
@@ -283,50 +284,57 @@ static size_t sample(uint8_t *rec, uint32_t pid, uint16_t type, const uint64_t *
 
 static void test_parse_ring(void **state)
 {
-	static uint8_t ring[256];
+	static uint8_t ring[512];
 	uint8_t rec[128];
-	struct trace_fields madv = {.id = 640, .off = {16, 24, 32}, .size = {8, 8, 8}};
-	struct trace_fields pmadv = {.id = 641, .off = {16, 40}, .size = {8, 8}};
+	const struct trace_fields ev[COLD_NR_EVENTS] = {
+	    [COLD_EV_MADVISE] = {.id = 640, .off = {16, 24, 32}, .size = {8, 8, 8}},
+	    [COLD_EV_PROCESS_MADVISE] = {.id = 641, .off = {16, 40}, .size = {8, 8}},
+	    [COLD_EV_PRCTL] = {.id = 642, .off = {16}, .size = {8}},
+	};
 	const uint64_t a1[] = {0x7f0000000000, 2 * MB, MADV_COLD};
 	const uint64_t a2[] = {0x1000, 4096, 4};
 	const uint64_t a3[] = {5, 0x7ffd0000, 1, MADV_PAGEOUT, 0};
+	const uint64_t a4[] = {41, 0, 0, 0, 0};
 	struct perf_event_header lost = {.type = PERF_RECORD_LOST, .size = 24};
 	uint8_t lostrec[24] = {0};
 	struct seen s = {0};
 	bool was_lost = false;
-	uint64_t tail = 200, pos = tail;
+	uint64_t tail = 480, pos = tail;
 	size_t n;
 
 	(void)state;
 	n = sample(rec, 42, 640, a1, 3);
 	assert_int_equal(n % 8, 0);
-	pos = put(ring, sizeof(ring), pos, rec, n); /* wraps past 256 */
+	pos = put(ring, sizeof(ring), pos, rec, n); /* wraps past 512 */
 	n = sample(rec, 43, 999, a2, 3);            /* another event: skipped */
 	pos = put(ring, sizeof(ring), pos, rec, n);
 	memcpy(lostrec, &lost, sizeof(lost));
 	pos = put(ring, sizeof(ring), pos, lostrec, sizeof(lostrec));
 	n = sample(rec, 44, 641, a3, 5);
 	pos = put(ring, sizeof(ring), pos, rec, n);
-	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), tail, pos, &madv, &pmadv, on_call, &s, &was_lost), 0);
+	n = sample(rec, 45, 642, a4, 5);
+	pos = put(ring, sizeof(ring), pos, rec, n);
+	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), tail, pos, ev, on_call, &s, &was_lost), 0);
 	assert_true(was_lost);
-	assert_int_equal(s.n, 2);
+	assert_int_equal(s.n, 3);
 	assert_int_equal(s.c[0].pid, 42);
-	assert_false(s.c[0].process);
+	assert_int_equal(s.c[0].event, COLD_EV_MADVISE);
 	assert_int_equal(s.c[0].a[0], 0x7f0000000000);
 	assert_int_equal(s.c[0].a[1], 2 * MB);
 	assert_int_equal(s.c[0].a[2], MADV_COLD);
 	assert_int_equal(s.c[1].pid, 44);
-	assert_true(s.c[1].process);
+	assert_int_equal(s.c[1].event, COLD_EV_PROCESS_MADVISE);
 	assert_int_equal(s.c[1].a[0], 5);
 	assert_int_equal(s.c[1].a[1], MADV_PAGEOUT);
+	assert_int_equal(s.c[2].pid, 45);
+	assert_int_equal(s.c[2].event, COLD_EV_PRCTL);
+	assert_int_equal(s.c[2].a[0], 41);
 	/* Garbage: a size that is not a multiple of 8, a span past head. */
 	struct perf_event_header bad = {.type = PERF_RECORD_SAMPLE, .size = 12};
 	put(ring, sizeof(ring), 0, &bad, sizeof(bad));
-	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), 0, 16, &madv, &pmadv, on_call, &s, &was_lost),
-			 -EINVAL);
-	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), 0, 512, &madv, &pmadv, on_call, &s, &was_lost),
-			 -EINVAL);
-	assert_int_equal(parse_cold_ring_buf(ring, 100, 0, 8, &madv, &pmadv, on_call, &s, &was_lost), -EINVAL);
+	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), 0, 16, ev, on_call, &s, &was_lost), -EINVAL);
+	assert_int_equal(parse_cold_ring_buf(ring, sizeof(ring), 0, 512, ev, on_call, &s, &was_lost), -EINVAL);
+	assert_int_equal(parse_cold_ring_buf(ring, 100, 0, 8, ev, on_call, &s, &was_lost), -EINVAL);
 }
 
 /* What a call records: its own range for madvise; for process_madvise the
@@ -357,21 +365,35 @@ static void test_apply(void **state)
 	assert_int_equal(cold_ranges_overlap(&w.ranges, 42, 8 * MB, 2 * MB, 0), 0);
 	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 100, .a = {0, MB, MADV_PAGEOUT}}), 0);
 	assert_false(cold_ranges_has(&w.ranges, 100));
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 44, .process = true, .a = {5, MADV_PAGEOUT}}),
-			 0);
+	assert_int_equal(
+	    cold_watch_apply(&w,
+			     &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {5, MADV_PAGEOUT}}),
+	    0);
 	assert_int_equal(cold_ranges_overlap(&w.ranges, 77, 0x7f0000000000, 2 * MB, 0), 512);
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 44, .process = true, .a = {6, MADV_COLD}}), 1);
+	assert_int_equal(
+	    cold_watch_apply(&w, &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {6, MADV_COLD}}),
+	    1);
 	assert_int_equal(w.unresolved, 1);
 	assert_int_equal(w.calls, 3);
 	/* An opt-in: news of its caller, neither cold nor counted as a cold
 	 * call; process_madvise() cannot give it (the kernel refuses). */
 	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {0, 4 * MB, MADV_HUGEPAGE}}), 0);
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 44, .process = true, .a = {5, MADV_HUGEPAGE}}),
-			 0);
+	assert_int_equal(
+	    cold_watch_apply(&w,
+			     &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {5, MADV_HUGEPAGE}}),
+	    0);
 	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {8 * MB, MB, MADV_HUGEPAGE}}), 0);
+	/* A prctl(PR_SET_THP_DISABLE), either way, is news too; another
+	 * prctl option is not. */
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 66, .event = COLD_EV_PRCTL, .a = {41}}), 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 67, .event = COLD_EV_PRCTL, .a = {15}}), 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 100, .event = COLD_EV_PRCTL, .a = {41}}), 0);
 	fault_pids_finish(&w.advised);
-	assert_int_equal(w.advised.n, 1);
+	assert_int_equal(w.advised.n, 2);
 	assert_true(cold_watch_advised(&w, 55));
+	assert_true(cold_watch_advised(&w, 66));
+	assert_false(cold_watch_advised(&w, 67));
+	assert_false(cold_watch_advised(&w, 100));
 	assert_false(cold_watch_advised(&w, 44));
 	assert_false(cold_watch_advised(&w, 77));
 	assert_false(cold_ranges_has(&w.ranges, 55));

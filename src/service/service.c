@@ -30,6 +30,7 @@
 #include "producer.h"
 #include "thp_policy.h"
 #include "units.h"
+#include "watch_sources.h"
 
 struct service {
 	const char *config_path;
@@ -41,21 +42,15 @@ struct service {
 	sd_event *event;
 	sd_event_source *pass_source; /* a timer (back to back: the fallback tick) */
 	sd_event_source *again;       /* back to back: the next pass right away */
-	sd_event_source *rearm;       /* back to back: listen to the doorbell again */
-	sd_event_source **bell;       /* back to back: one per doorbell fd */
-	int nbell;
-	unsigned bell_opens; /* the doorbell's opens when bell was built */
-	double last_bell;    /* monotonic seconds of the last doorbell wake-up */
+	sd_event_source *rearm;       /* back to back: listen to the bells again */
+	struct watch_sources bells;   /* back to back: the doorbell and observer fds */
+	double last_bell;             /* monotonic seconds of the last bell wake-up */
 	bool back_to_back;
-	/* Timer: the news sources (doorbell and MADV_COLD observer fds) and
-	 * their gate (news_gate.h). */
-	sd_event_source **news;
-	int nnews;
+	/* Timer: the news sources (doorbell and observer fds) and their gate
+	 * (news_gate.h). */
+	struct watch_sources news;
 	sd_event_source *news_later; /* a storm: look and listen again at the gap's end */
 	struct news_gate news_gate;
-	unsigned news_opens;                 /* the doorbell's opens when news was built */
-	int news_cold;                       /* the observer's CPUs when news was built */
-	unsigned news_cold_opens;            /* and its opens (CPU hotplug) */
 	bool metrics_failed;                 /* logged once until it works again */
 	struct metrics_memory metrics_mem;   /* stable series from one write to the next */
 	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
@@ -235,18 +230,31 @@ static uint64_t tick_usec(const struct service *s)
 {
 	if (!s->back_to_back)
 		return interval_usec(s);
-	return (uint64_t)((s->nbell ? BACK_TO_BACK_TICK_S : BACK_TO_BACK_TICK_NOBELL) * 1e6);
+	return (uint64_t)((engine_doorbell(&s->engine)->ncpu ? BACK_TO_BACK_TICK_S : BACK_TO_BACK_TICK_NOBELL) * 1e6);
 }
 
-static int add_bells(struct service *s);
+static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
-static void drop_bells(struct service *s)
+/* Back to back, the observer's fds ring like the doorbell's: an opt-in
+ * (MADV_HUGEPAGE, a prctl clear) runs a pass at once too. */
+static int add_bells(struct service *s)
 {
-	for (int i = 0; i < s->nbell; i++)
-		sd_event_source_disable_unref(s->bell[i]);
-	free(s->bell);
-	s->bell = NULL;
-	s->nbell = 0;
+	return watch_sources_add(&s->bells, s->event, engine_doorbell(&s->engine), engine_cold(&s->engine), on_doorbell,
+				 s);
+}
+
+/* A pass may open the doorbell's or the observer's events again (CPU
+ * hotplug, a reload): listen to the fds there are now. Without them the
+ * tick still runs. */
+static void follow_bells(struct service *s)
+{
+	if (!watch_sources_stale(&s->bells, engine_doorbell(&s->engine), engine_cold(&s->engine)))
+		return;
+	watch_sources_drop(&s->bells);
+	if (add_bells(s) < 0) {
+		watch_sources_drop(&s->bells);
+		log_err("cannot listen to the page-fault doorbell and the observer after they were reopened");
+	}
 }
 
 static void back_to_back_pass(struct service *s)
@@ -256,14 +264,7 @@ static void back_to_back_pass(struct service *s)
 	const struct engine_stats *e = &es;
 
 	engine_stats_get(&s->engine, &es);
-
-	/* A pass may open the doorbell's events again (CPU hotplug): listen
-	 * to the new fds. Without them the tick still runs every pass. */
-	if (e->doorbell_opens != s->bell_opens) {
-		drop_bells(s);
-		if (add_bells(s) < 0)
-			log_err("cannot listen to the page-fault doorbell after it was reopened");
-	}
+	follow_bells(s);
 	if (!idle && (e->last.collapsed_bytes || e->resume_pid))
 		sd_event_source_set_enabled(s->again, SD_EVENT_ONESHOT);
 }
@@ -275,15 +276,9 @@ static int on_again(sd_event_source *src, void *userdata)
 	return 0;
 }
 
-static void set_bells(struct service *s, int enabled)
-{
-	for (int i = 0; i < s->nbell; i++)
-		sd_event_source_set_enabled(s->bell[i], enabled);
-}
-
 /* Faults arrive in floods on a busy machine (a build wakes the doorbell
  * hundreds of times a second): after a second wake-up within BELL_GAP_S,
- * the doorbell is not listened to for BELL_GAP_S, and what rang meanwhile
+ * the bells are not listened to for BELL_GAP_S, and what rang meanwhile
  * wakes the loop right after (epoll asks perf again when the fds are added
  * back). Wake-ups further apart (a shell's commands) cost no epoll_ctl and
  * no timer: perf's poll reports each wake-up once, so the fds may stay. */
@@ -303,7 +298,7 @@ static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *use
 	back_to_back_pass(s);
 	if (!flood)
 		return 0;
-	set_bells(s, SD_EVENT_OFF);
+	watch_sources_enable(&s->bells, SD_EVENT_OFF);
 	sd_event_source_set_time_relative(s->rearm, (uint64_t)(BELL_GAP_S * 1e6));
 	sd_event_source_set_enabled(s->rearm, SD_EVENT_ONESHOT);
 	return 0;
@@ -311,28 +306,24 @@ static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *use
 
 static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
 {
+	struct service *s = userdata;
+
 	(void)src;
 	(void)usec;
-	set_bells(userdata, SD_EVENT_ON);
+	watch_sources_enable(&s->bells, SD_EVENT_ON);
 	return 0;
 }
 
 /* With a timer (scan_interval_ms > 0), news runs a pass at once instead
  * of at the next tick (news_gate.h says what news is and bounds what a
  * storm of it costs): the doorbell's poll wakes after DOORBELL_WAKEUP
- * records on a CPU, the MADV_COLD observer's after each record. A wake-up
+ * records on a CPU, the observer's after each record. A wake-up
  * NEWS_GAP_S or more after the last look is looked at; one sooner (a storm:
  * a program may call madvise() in a loop, each call a record) stops the
  * listening until the gap's end, when a timer looks and listens again
  * (epoll then asks perf for what came meanwhile). Wake-ups further apart
  * cost no epoll_ctl(): perf's poll reports each one once. */
 static void follow_news(struct service *s);
-
-static void set_news(struct service *s, int enabled)
-{
-	for (int i = 0; i < s->nnews; i++)
-		sd_event_source_set_enabled(s->news[i], enabled);
-}
 
 static void look_for_news(struct service *s)
 {
@@ -364,7 +355,7 @@ static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdat
 		look_for_news(s);
 		return 0;
 	}
-	set_news(s, SD_EVENT_OFF);
+	watch_sources_enable(&s->news, SD_EVENT_OFF);
 	sd_event_source_set_time_relative(s->news_later, (uint64_t)(wait * 1e6) + 1);
 	sd_event_source_set_enabled(s->news_later, SD_EVENT_ONESHOT);
 	return 0;
@@ -376,56 +367,28 @@ static int on_news_later(sd_event_source *src, uint64_t usec, void *userdata)
 
 	(void)src;
 	(void)usec;
-	set_news(s, SD_EVENT_ON);
+	watch_sources_enable(&s->news, SD_EVENT_ON);
 	look_for_news(s);
 	return 0;
 }
 
 static void drop_news(struct service *s)
 {
-	for (int i = 0; i < s->nnews; i++)
-		sd_event_source_disable_unref(s->news[i]);
-	free(s->news);
-	s->news = NULL;
-	s->nnews = 0;
+	watch_sources_drop(&s->news);
 	s->news_later = sd_event_source_disable_unref(s->news_later);
 }
 
-static int add_news_fd(struct service *s, int fd)
-{
-	int r = sd_event_add_io(s->event, &s->news[s->nnews], fd, EPOLLIN, on_news, s);
-
-	if (r < 0)
-		return r;
-	s->nnews++;
-	return sd_event_source_set_priority(s->news[s->nnews - 1], SD_EVENT_PRIORITY_IDLE);
-}
-
-/* One io source per doorbell and observer fd, and the rearm timer. */
+/* One io source per doorbell and observer fd, and the timer of a storm. */
 static int add_news(struct service *s)
 {
-	const struct fault_doorbell *d = engine_doorbell(&s->engine);
-	const struct cold_watch *w = engine_cold(&s->engine);
-	int r = 0;
+	int r = watch_sources_add(&s->news, s->event, engine_doorbell(&s->engine), engine_cold(&s->engine), on_news, s);
 
-	s->news_opens = d->opens;
-	s->news_cold = w->ncpu;
-	s->news_cold_opens = w->opens;
-	if (d->ncpu + w->ncpu == 0)
-		return 0;
-	s->news = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(sd_event_source *));
-	if (!s->news)
-		return -ENOMEM;
-	for (int i = 0; i < d->ncpu && r >= 0; i++)
-		r = add_news_fd(s, fault_doorbell_fd(d, i));
-	for (int i = 0; i < w->ncpu && r >= 0; i++)
-		r = add_news_fd(s, cold_watch_fd(w, i));
-	if (r >= 0)
+	if (r >= 0 && s->news.n)
 		r = sd_event_add_time_relative(s->event, &s->news_later, CLOCK_MONOTONIC, (uint64_t)(NEWS_GAP_S * 1e6),
 					       1, on_news_later, s);
-	if (r >= 0)
+	if (r >= 0 && s->news_later)
 		r = sd_event_source_set_enabled(s->news_later, SD_EVENT_OFF);
-	if (r >= 0)
+	if (r >= 0 && s->news_later)
 		r = sd_event_source_set_priority(s->news_later, SD_EVENT_PRIORITY_IDLE);
 	return r;
 }
@@ -436,14 +399,12 @@ static int add_news(struct service *s)
 static void follow_news(struct service *s)
 {
 	if (s->back_to_back || !s->pass_source ||
-	    (engine_doorbell(&s->engine)->opens == s->news_opens && engine_cold(&s->engine)->ncpu == s->news_cold &&
-	     engine_cold(&s->engine)->opens == s->news_cold_opens))
+	    !watch_sources_stale(&s->news, engine_doorbell(&s->engine), engine_cold(&s->engine)))
 		return;
 	drop_news(s);
 	if (add_news(s) < 0) {
 		drop_news(s);
-		log_err(
-		    "cannot listen for news (the page-fault doorbell, MADV_HUGEPAGE): passes run on the timer only");
+		log_err("cannot listen for news (the page-fault doorbell, the observer): passes run on the timer only");
 	}
 }
 
@@ -452,30 +413,8 @@ static void drop_pass_sources(struct service *s)
 	s->pass_source = sd_event_source_disable_unref(s->pass_source);
 	s->again = sd_event_source_disable_unref(s->again);
 	s->rearm = sd_event_source_disable_unref(s->rearm);
-	drop_bells(s);
+	watch_sources_drop(&s->bells);
 	drop_news(s);
-}
-
-/* One io source per doorbell fd. */
-static int add_bells(struct service *s)
-{
-	const struct fault_doorbell *d = engine_doorbell(&s->engine);
-	int r;
-
-	s->bell_opens = d->opens;
-	s->bell = calloc((size_t)(d->ncpu > 0 ? d->ncpu : 1), sizeof(sd_event_source *));
-	if (!s->bell)
-		return -ENOMEM;
-	for (int i = 0; i < d->ncpu; i++) {
-		r = sd_event_add_io(s->event, &s->bell[i], fault_doorbell_fd(d, i), EPOLLIN, on_doorbell, s);
-		if (r < 0)
-			return r;
-		s->nbell++;
-		r = sd_event_source_set_priority(s->bell[i], SD_EVENT_PRIORITY_IDLE);
-		if (r < 0)
-			return r;
-	}
-	return 0;
 }
 
 static int add_doorbell_sources(struct service *s)
@@ -529,7 +468,7 @@ static int schedule_passes(struct service *s)
 	s->back_to_back = back_to_back;
 	if (back_to_back)
 		r = add_doorbell_sources(s);
-	if (back_to_back && r >= 0 && !s->nbell)
+	if (back_to_back && r >= 0 && !engine_doorbell(&s->engine)->ncpu)
 		log_info("scan_interval_ms = 0 without a page-fault doorbell: a pass every %.0f ms, and at once after "
 			 "one that did work",
 			 BACK_TO_BACK_TICK_NOBELL * 1e3);
@@ -541,8 +480,7 @@ static int schedule_passes(struct service *s)
 		r = sd_event_source_set_priority(s->pass_source, SD_EVENT_PRIORITY_IDLE);
 	if (r >= 0 && !back_to_back && add_news(s) < 0) {
 		drop_news(s);
-		log_err(
-		    "cannot listen for news (the page-fault doorbell, MADV_HUGEPAGE): passes run on the timer only");
+		log_err("cannot listen for news (the page-fault doorbell, the observer): passes run on the timer only");
 	}
 	return r;
 }

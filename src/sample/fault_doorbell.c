@@ -264,16 +264,6 @@ const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d)
 	return &d->peek;
 }
 
-bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples)
-{
-	const struct fault_pids *p = fault_doorbell_peek(d);
-
-	for (size_t i = 0; p && i < p->n; i++)
-		if (p->count[i] >= min_samples)
-			return true;
-	return false;
-}
-
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 {
 	int r = 0;

@@ -70,7 +70,7 @@ struct fault_doorbell {
 	char online[DOORBELL_ONLINE_MAX];     /* the online list when last opened */
 	unsigned opens;                       /* (re)opens: each changed the fds */
 	struct fault_pids kept;               /* drained from rings closed by a refresh */
-	struct fault_pids peek;               /* fault_doorbell_hot()'s scratch */
+	struct fault_pids peek;               /* fault_doorbell_peek()'s answer */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
@@ -105,14 +105,11 @@ bool fault_doorbell_rang(const struct fault_doorbell *d);
  * -ENOMEM. */
 int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
 
-/* Whether one process has at least min_samples records in the rings (of
- * DOORBELL_PERIOD faults each) since the last drain: news worth a pass
- * before its time. Reads the rings without consuming them; lost records
- * are no news (the next pass samples everyone anyway). */
-bool fault_doorbell_hot(struct fault_doorbell *d, uint32_t min_samples);
-/* Who the rings name since the last drain, with their counts (finished),
- * read without consuming them; valid until the next peek. NULL without
- * events or for an error. */
+/* Who the rings name since the last drain, with their counts of records
+ * (of DOORBELL_PERIOD faults each; finished), read without consuming them:
+ * news worth a pass before its time (news_gate.h); valid until the next
+ * peek. Lost records are no news (the next pass samples everyone anyway).
+ * NULL without events or for an error. */
 const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d);
 
 /* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after

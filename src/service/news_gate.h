@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* news_gate: when news may start a pass before the timer (scan_interval_ms
  * > 0): a process that faulted in enough new memory for a few blocks
- * (fault_doorbell_hot()), or one that opted in with MADV_HUGEPAGE
- * (cold_watch.h). Pure: the caller gives the clock.
+ * (fault_doorbell_peek()), or one that changed its THP policy with
+ * MADV_HUGEPAGE or PR_SET_THP_DISABLE (cold_watch.h). Pure: the caller gives the clock.
  *
  * News comes from every process, so a storm of it (a build faults without
  * end; a program may call madvise() in a loop) must cost a bounded share
@@ -19,7 +19,7 @@
 #define NEWS_GAP_S    0.1
 #define NEWS_WINDOW_S 1.0
 #define NEWS_SHARE    0.01
-/* fault_doorbell_hot(): records of DOORBELL_PERIOD faults; 64 × 64 faults
+/* fault_doorbell_peek()'s counts: records of DOORBELL_PERIOD faults; 64 × 64 faults
  * is 16 MiB, 8 blocks: more than a shell's commands, cron or a health check
  * fault in a second, and a fill of new memory crosses it in milliseconds. */
 #define NEWS_FAULT_SAMPLES 64

@@ -202,9 +202,9 @@ static void test_refresh_keeps_faulted(void **state)
 	assert_int_equal(fk.live, 0);
 }
 
-/* hot: one process with enough records on any mix of CPUs, read without
- * consuming them: the drain after it still sees every one. */
-static void test_hot_peeks(void **state)
+/* peek: who the rings name, with counts summed over any mix of CPUs,
+ * read without consuming them: the drain after it still sees every one. */
+static void test_peek_keeps_records(void **state)
 {
 	struct fault_doorbell d;
 	struct fault_pids p = {0};
@@ -212,20 +212,20 @@ static void test_hot_peeks(void **state)
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
 	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
-	assert_false(fault_doorbell_hot(&d, 3));
+	assert_int_equal(fault_doorbell_peek(&d)->n, 0);
 	sample_on(0, 42);
 	sample_on(1, 7);
 	sample_on(1, 42);
-	assert_false(fault_doorbell_hot(&d, 3)); /* 42: 2, 7: 1 */
-	assert_true(fault_doorbell_hot(&d, 2));
+	assert_int_equal(fault_pids_count(fault_doorbell_peek(&d), 42), 2);
+	assert_int_equal(fault_pids_count(fault_doorbell_peek(&d), 7), 1);
 	sample_on(0, 42);
-	assert_true(fault_doorbell_hot(&d, 3));
-	assert_true(fault_doorbell_hot(&d, 3)); /* asking again changes nothing */
+	assert_int_equal(fault_pids_count(fault_doorbell_peek(&d), 42), 3);
+	assert_int_equal(fault_pids_count(fault_doorbell_peek(&d), 42), 3); /* asking again changes nothing */
 	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
 	assert_int_equal(p.n, 2);
 	assert_int_equal(p.samples, 4);
 	assert_int_equal(fault_pids_count(&p, 42), 3);
-	assert_false(fault_doorbell_hot(&d, 1)); /* drained */
+	assert_int_equal(fault_doorbell_peek(&d)->n, 0); /* drained */
 	fault_pids_free(&p);
 	fault_doorbell_close(&d);
 	assert_int_equal(fk.live, 0);
@@ -292,7 +292,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_cpu_comes_online, setup),
 	    cmocka_unit_test_setup(test_refresh_failure_rings, setup),
 	    cmocka_unit_test_setup(test_refresh_keeps_faulted, setup),
-	    cmocka_unit_test_setup(test_hot_peeks, setup),
+	    cmocka_unit_test_setup(test_peek_keeps_records, setup),
 	    cmocka_unit_test_setup(test_set_wakeup, setup),
 	    cmocka_unit_test_setup(test_no_cpu_at_all, setup),
 	    cmocka_unit_test(test_real),

@@ -318,8 +318,9 @@ void engine_count_wakeup(struct engine *e)
 static void add_news(struct engine *e, pid_t pid)
 {
 	if (e->nnews < ENGINE_NEWS_MAX)
-		e->news[e->nnews] = pid;
-	e->nnews++; /* past the array: too many to scan one by one */
+		e->news[e->nnews++] = pid;
+	else
+		e->news_overflow = true; /* too many to scan one by one */
 }
 
 size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids)
@@ -328,13 +329,14 @@ size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids)
 
 	engine_cold_drain(e);
 	e->nnews = 0;
+	e->news_overflow = false;
 	for (size_t i = 0; i < e->cold.advised.n; i++)
 		add_news(e, e->cold.advised.pid[i]);
 	p = sampler_peek(&e->sampler);
 	for (size_t i = 0; p && i < p->n; i++)
 		if (p->count[i] >= min_samples && !cold_watch_advised(&e->cold, p->pid[i]))
 			add_news(e, p->pid[i]);
-	*pids = e->nnews <= ENGINE_NEWS_MAX ? e->news : NULL;
+	*pids = e->news_overflow ? NULL : e->news;
 	return e->nnews;
 }
 

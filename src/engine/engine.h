@@ -88,6 +88,7 @@ struct engine {
 	uint64_t news_passes;        /* timer: passes run early for news (service) */
 	pid_t news[ENGINE_NEWS_MAX]; /* engine_news()'s list */
 	size_t nnews;
+	bool news_overflow;      /* more than ENGINE_NEWS_MAX: scan every process */
 	double last_full_pass;   /* monotonic seconds */
 	size_t pending;          /* candidate blocks remembered after the last pass */
 	size_t partial_scans;    /* processes left with a scan_cursor after the last pass */
@@ -159,8 +160,8 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out);
 void engine_count_wakeup(struct engine *e);
 /* Which processes are news that warrant a pass before its time
  * (news_gate.h): those with min_samples doorbell records since the last
- * pass, and those that called madvise(MADV_HUGEPAGE) (drains the MADV_COLD
- * observer). Returns how many; *pids is their list (for
+ * pass, and those that called madvise(MADV_HUGEPAGE) or
+ * prctl(PR_SET_THP_DISABLE) (drains the MADV_COLD observer). Returns how many; *pids is their list (for
  * pass_options.scan_only, valid until the next call), or NULL when there
  * are more than ENGINE_NEWS_MAX (scan every process then). */
 size_t engine_news(struct engine *e, uint32_t min_samples, const pid_t **pids);

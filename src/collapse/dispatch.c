@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "budget.h"
 #include "cold_ranges.h"
 #include "config.h"
 #include "grow.h"
 #include "log.h"
+#include "proc_table.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
 #include "smaps_usage.h"
@@ -225,7 +225,8 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
 	if (collect_retry)
-		budget_charge(env->budget, env->cfg, s->policy, (double)n * HPAGE_SIZE);
+		cr->charges[cr->ncharges++] =
+		    (struct dispatch_charge){.pol = s->policy, .bytes = (double)n * HPAGE_SIZE};
 	/* One lookup per call, not per collapsed block. */
 	if (ok)
 		add_cgroup_bytes(e, proc_state_cgroup(s), (uint64_t)ok * HPAGE_SIZE);
@@ -283,19 +284,20 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 	}
 }
 
-void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, struct candidate *sel, size_t nsel,
+void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, const struct candidate *sel, size_t nsel,
 		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now)
 {
+	memset(cr->taken, 0, nsel * sizeof(*cr->taken));
 	for (size_t i = 0; i < nsel && !cr->stop; i++) {
 		uint32_t p = sel[i].proc;
 		size_t n = 0;
 
-		if (p == UINT32_MAX)
+		if (cr->taken[i])
 			continue;
 		for (size_t j = i; j < nsel; j++)
 			if (sel[j].proc == p) {
 				cr->addrs[n++] = sel[j].addr;
-				sel[j].proc = UINT32_MAX;
+				cr->taken[j] = true;
 			}
 		/* A block that was not re-checked is never collapsed: a scan
 		 * of this pass found it (last_scan), and no scan of the process
@@ -321,11 +323,14 @@ bool dispatch_needs_rescan(const struct proc_state *s, double now)
 int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr)
 {
 	if (GROW(d->batch_addrs, d->capbatch_addrs, nsel + 1) < 0 ||
-	    GROW(d->batch_out, d->capbatch_out, nsel + 1) < 0 || GROW(d->retry, d->capretry, nsel + 1) < 0)
+	    GROW(d->batch_out, d->capbatch_out, nsel + 1) < 0 || GROW(d->retry, d->capretry, nsel + 1) < 0 ||
+	    GROW(d->taken, d->captaken, nsel + 1) < 0 || GROW(d->charges, d->capcharges, nsel + 1) < 0)
 		return -ENOMEM;
 	cr->addrs = d->batch_addrs;
 	cr->out = d->batch_out;
 	cr->retry = d->retry;
+	cr->taken = d->taken;
+	cr->charges = d->charges;
 	return 0;
 }
 
@@ -337,5 +342,7 @@ void dispatcher_free(struct dispatcher *d)
 	free(d->batch_addrs);
 	free(d->batch_out);
 	free(d->retry);
+	free(d->taken);
+	free(d->charges);
 	memset(d, 0, sizeof(*d));
 }

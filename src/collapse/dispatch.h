@@ -35,7 +35,6 @@
 #include "histogram.h"
 #include "pass.h"
 
-struct budget;
 struct cold_ranges;
 struct config;
 struct policy;
@@ -50,7 +49,9 @@ struct dispatcher {
 	uint64_t *batch_addrs;
 	uint8_t *batch_out;
 	struct candidate *retry;
-	size_t capbatch_addrs, capbatch_out, capretry;
+	bool *taken; /* per selected block: in a call already */
+	struct dispatch_charge *charges;
+	size_t capbatch_addrs, capbatch_out, capretry, captaken, capcharges;
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* pidfd_open(2) of a process to collapse: pidfd_open_pid() by default,
 	 * -1 with errno on failure; injectable, for a test whose processes
@@ -81,8 +82,7 @@ struct dispatch_env {
 	char **smaps_buf;              /* scratch for the THP numbers after a collapse */
 	size_t *smaps_cap;
 	struct vma_list *vmas;
-	struct budget *budget; /* charged per call */
-	void *ctx;             /* of the four below */
+	void *ctx; /* of the four below */
 	/* Reads s's cgroup again and looks its policy up (rescan.h). */
 	int (*refresh_policy)(void *ctx, struct proc_state *s, int dirfd);
 	/* Whether the policies s was scanned under still hold (rescan.h). */
@@ -92,11 +92,21 @@ struct dispatch_env {
 	const struct cold_ranges *(*cold_drain)(void *ctx);
 };
 
+/* Bytes submitted for collapse under a policy: the budget's to charge
+ * (selector_charge()), by the engine after each round. */
+struct dispatch_charge {
+	const struct policy *pol;
+	double bytes;
+};
+
 struct collapse_run {
 	uint64_t *addrs;
 	uint8_t *out;
 	struct candidate *retry; /* blocks that answered EAGAIN */
 	size_t nretry;
+	bool *taken;
+	struct dispatch_charge *charges; /* one per call that spends budget; the engine resets ncharges */
+	size_t ncharges;
 	double deadline; /* monotonic seconds (e->now); 0: none */
 	bool (*interrupted)(void);
 	unsigned enomem_procs; /* processes that answered ENOMEM this pass */
@@ -107,11 +117,13 @@ struct collapse_run {
  * -ENOMEM. */
 int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr);
 
-/* Collapses sel[0..nsel) (consumed: marked used), process by process,
- * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. Each
- * process's pidfd is proven to be the process that was scanned (same
- * start time and exec fingerprint, its cgroup read again). */
-void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, struct candidate *sel, size_t nsel,
+/* Collapses sel[0..nsel), process by process in the order of each one's
+ * best block, until cr->stop. collect_retry: EAGAIN blocks go to
+ * cr->retry, and what is submitted spends budget (cr->charges; a retry was
+ * paid for already). Each process's pidfd is proven to be the process that
+ * was scanned (same start time and exec fingerprint, its cgroup read
+ * again). */
+void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, const struct candidate *sel, size_t nsel,
 		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now);
 
 void dispatcher_free(struct dispatcher *d);

@@ -45,9 +45,11 @@ struct memcg_gate {
 	int32_t *cg_of; /* per in->st index: index in cg, NO_LIMIT or UNKNOWN */
 	uint32_t *held; /* per in->st index: blocks held back this call */
 	size_t capcg_of, capheld;
-	char *cgroup_buf;      /* CGROUP_FILE bytes, kept: one read per process per pass */
-	char warned[PATH_MAX]; /* the last cgroup warned about: once, not every pass */
-	bool counted;          /* the last call counted held[] in its pass_stats */
+	char *cgroup_buf;         /* CGROUP_FILE bytes, kept: one read per process per pass */
+	char warned[PATH_MAX];    /* the last cgroup warned about: once, not every pass */
+	bool counted;             /* the last call counted held[] in its pass_stats */
+	struct candidate *passed; /* the last call's output: what fits, in order */
+	size_t npassed, cappassed;
 };
 
 struct memcg_gate *memcg_gate_new(const char *mountinfo)
@@ -88,6 +90,7 @@ void memcg_gate_free(struct memcg_gate *g)
 	free(g->cg);
 	free(g->cg_of);
 	free(g->held);
+	free(g->passed);
 	free(g->cgroup_buf);
 	free(g);
 }
@@ -147,6 +150,12 @@ static int32_t cg_lookup(const struct memcg_gate_input *in, struct memcg_gate *g
 		snprintf(g->warned, sizeof(g->warned), "%s", path);
 	}
 	return (int32_t)g->ncg++;
+}
+
+const struct candidate *memcg_gate_passed(const struct memcg_gate *g, size_t *n)
+{
+	*n = g->npassed;
+	return g->passed;
 }
 
 bool memcg_gate_counted(const struct memcg_gate *g)
@@ -235,21 +244,27 @@ static int gate_prepare(const struct memcg_gate_input *in, struct memcg_gate *g)
 	return 0;
 }
 
-int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, struct candidate *cands,
-			 size_t *ncands, struct pass_stats *ps)
+int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, const struct candidate *cands,
+			 size_t ncands, struct pass_stats *ps)
 {
 	size_t n = 0, nheld;
 	int r;
 
 	g->counted = false;
+	g->npassed = 0;
 	r = gate_prepare(in, g);
+	if (r == 0 && GROW(g->passed, g->cappassed, ncands + 1) < 0)
+		r = -ENOMEM;
 	if (r < 0)
 		return r;
-	if (g->roots.mode == MEMCG_NONE && !g->roots_err)
+	if (g->roots.mode == MEMCG_NONE && !g->roots_err) {
+		memcpy(g->passed, cands, ncands * sizeof(*cands));
+		g->npassed = ncands;
 		return 0;
-	for (size_t i = 0; i < *ncands && g->roots_err; i++)
+	}
+	for (size_t i = 0; i < ncands && g->roots_err; i++)
 		g->held[cands[i].proc]++; /* fail closed */
-	for (size_t i = 0; i < *ncands && !g->roots_err; i++) {
+	for (size_t i = 0; i < ncands && !g->roots_err; i++) {
 		struct candidate c = cands[i];
 		const struct policy *pol = in->st[c.proc].policy;
 		int32_t k;
@@ -261,12 +276,12 @@ int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in
 		    (!g->cg[k].err &&
 		     memcg_take(&g->cg[k].left, memcg_headroom_bytes(pol ? pol->memcg_headroom_mb : 0, g->ncpus),
 				c.present)))
-			cands[n++] = c;
+			g->passed[n++] = c;
 		else
 			g->held[c.proc]++;
 	}
-	nheld = *ncands - n;
-	*ncands = n;
+	nheld = ncands - n;
+	g->npassed = n;
 	if (ps) {
 		account(in, g, ps);
 		g->counted = true;

@@ -44,16 +44,19 @@ struct memcg_gate_input {
 struct memcg_gate *memcg_gate_new(const char *mountinfo);
 void memcg_gate_free(struct memcg_gate *g);
 
-/* Removes from cands[0..*ncands) the blocks that do not fit, keeping the
- * order. With ps (the first time in a pass), counts them in ps->results
+/* Lets through from cands[0..ncands) the blocks that fit, in order, into
+ * its own output (memcg_gate_passed()). With ps (the first time in a pass), counts them in ps->results
  * as SCAN_MEMCG_LIMIT instead of SCAN_CANDIDATE, and memcg_gate_counted()
  * says so: each process's own results are then its owner's to set
  * (proc_state_memcg_held(), with memcg_gate_held()). A cgroup whose limits
  * cannot be read holds its blocks back (fail closed); a process whose
  * cgroup cannot be read is left to dispatch. Returns how many blocks were
  * held back, or -ENOMEM. */
-int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, struct candidate *cands,
-			 size_t *ncands, struct pass_stats *ps);
+int memcg_gate_hold_back(struct memcg_gate *g, const struct memcg_gate_input *in, const struct candidate *cands,
+			 size_t ncands, struct pass_stats *ps);
+/* What the last memcg_gate_hold_back() let through (*n of them), in the
+ * order it was given; valid until the next call. */
+const struct candidate *memcg_gate_passed(const struct memcg_gate *g, size_t *n);
 /* Whether the last memcg_gate_hold_back() counted in its pass_stats. */
 bool memcg_gate_counted(const struct memcg_gate *g);
 /* The blocks of in->st[p] that the last memcg_gate_hold_back() held back. */

@@ -6,14 +6,13 @@
  * the ordered candidates its output (struct selection). budget.h does the
  * arithmetic.
  *
- * A pass: selector_order() scores every remembered block into one order;
- * the memory cgroup gate narrows that order in place (memcg_gate.h: it is
- * the gate's input and output); selector_select() refills the buckets and
- * moves what the budget allows to the front, which the dispatcher then
- * consumes in place (collapse_selected() marks what it took), charging
- * what it submits (budget_charge() on selector_budget()). Those two are
- * the only other hands on the selector's state, each through what the
- * selector lent it. */
+ * A pass: selector_order() scores every remembered block into one order
+ * (its output, read-only to the others); the memory cgroup gate lets
+ * through, into its own array, what fits (memcg_gate.h); selector_select()
+ * refills the buckets and copies what the budget allows of that into the
+ * selection, its second output, which the dispatcher reads; the dispatcher
+ * says what it submitted, and the engine charges it here
+ * (selector_charge()). No other file writes the selector's state. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +25,8 @@ struct selector {
 	struct budget budget;    /* token buckets: global and per policy */
 	struct candidate *cands; /* the last order (selector_order()) */
 	size_t ncands, capcands;
+	struct candidate *sel; /* the last selection (selector_select()) */
+	size_t nsel, capsel;
 };
 
 /* What the selector reads of the others, at each call. */
@@ -37,13 +38,6 @@ struct selector_input {
 	double now;               /* the sample's time */
 };
 
-/* The selector's order: valid until its next call. v is the selector's,
- * lent to the memory cgroup gate, which may narrow it (n) in place. */
-struct selection {
-	struct candidate *v;
-	size_t *n;
-};
-
 /* 0 or -ENOMEM (budget_configure()). */
 int selector_init(struct selector *s, const struct config *cfg);
 void selector_free(struct selector *s);
@@ -51,17 +45,22 @@ void selector_free(struct selector *s);
  * be valid). 0 or -ENOMEM (budget_configure(): fail closed). */
 int selector_configure(struct selector *s, const struct config *old, const struct config *cfg);
 
-/* Every candidate of the pass, in plan order (budget_candidates()); adds
- * the active processes to *procs_active (if not NULL). 0 or -ENOMEM. */
-int selector_order(struct selector *s, const struct selector_input *in, unsigned *procs_active, struct selection *out);
+/* Every candidate of the pass, in plan order (budget_candidates()), into
+ * *order (*n of them, valid until the next call); adds the active
+ * processes to *procs_active (if not NULL). 0 or -ENOMEM. */
+int selector_order(struct selector *s, const struct selector_input *in, unsigned *procs_active,
+		   const struct candidate **order, size_t *n);
 /* Refills the buckets for in->now (the budget is a rate: budget.h), then
- * moves the candidates of the order that it allows (all when unlimited) to
- * its front; returns how many. Spends nothing. */
-size_t selector_select(struct selector *s, const struct selector_input *in, bool unlimited);
+ * copies the candidates of from[0..n) that it allows (all when unlimited),
+ * in their order, into the selection *sel; returns how many (0 and *sel
+ * NULL without memory for them). Spends nothing: selector_charge(). */
+size_t selector_select(struct selector *s, const struct selector_input *in, const struct candidate *from, size_t n,
+		       bool unlimited, const struct candidate **sel);
 /* Selects again from a new order within the same pass: no refill. */
-size_t selector_reselect(struct selector *s, const struct selector_input *in, bool unlimited);
+size_t selector_reselect(struct selector *s, const struct selector_input *in, const struct candidate *from, size_t n,
+			 bool unlimited, const struct candidate **sel);
+/* Takes bytes submitted for collapse under pol from the buckets. */
+void selector_charge(struct selector *s, const struct config *cfg, const struct policy *pol, double bytes);
 
-/* The candidates of the last order (after the gate). */
+/* The candidates of the last order (before the gate). */
 const struct candidate *selector_candidates(const struct selector *s, size_t *n);
-/* The buckets, for the dispatcher to charge what it submits. */
-struct budget *selector_budget(struct selector *s);

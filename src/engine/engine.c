@@ -276,10 +276,18 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 		log_warn("no memory for the budgets of %zu cgroup policies", cfg->nrules);
 }
 
+/* The pass's candidates past the memory cgroup gate, in order (none
+ * before the first pass). */
+static const struct candidate *gated_candidates(const struct engine *e, size_t *n)
+{
+	*n = 0;
+	return e->memcg ? memcg_gate_passed(e->memcg, n) : NULL;
+}
+
 struct engine_view engine_view(const struct engine *e)
 {
 	size_t ncands;
-	const struct candidate *cands = selector_candidates(&e->selector, &ncands);
+	const struct candidate *cands = gated_candidates(e, &ncands);
 
 	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = cands, .ncands = ncands};
 }
@@ -388,10 +396,10 @@ static struct selector_input selector_input(const struct engine *e, const struct
 	    .cfg = e->cfg, .st = e->st, .nst = e->nst, .filter = pass_filter(e, o), .now = now};
 }
 
-/* The memory cgroup gate on the selector's order, which it narrows in
- * place; each process's results follow what it held back (their owner:
- * proc_table.c). */
-static int memcg_hold_back(struct engine *e, struct selection *order, struct pass_stats *ps)
+/* The memory cgroup gate on the selector's order: what fits is its
+ * output (gated_candidates()); each process's results follow what it held
+ * back (their owner: proc_table.c). */
+static int memcg_hold_back(struct engine *e, const struct candidate *order, size_t norder, struct pass_stats *ps)
 {
 	const struct memcg_gate_input in = {.st = e->st,
 					    .nst = e->nst,
@@ -403,7 +411,7 @@ static int memcg_hold_back(struct engine *e, struct selection *order, struct pas
 
 	if (!e->memcg && !(e->memcg = memcg_gate_new(e->paths->mountinfo)))
 		return -ENOMEM;
-	r = memcg_gate_hold_back(e->memcg, &in, order->v, order->n, ps);
+	r = memcg_gate_hold_back(e->memcg, &in, order, norder, ps);
 	if (r >= 0 && memcg_gate_counted(e->memcg))
 		for (size_t p = 0; p < e->nst; p++)
 			proc_state_memcg_held(&e->st[p], memcg_gate_held(e->memcg, p));
@@ -413,12 +421,13 @@ static int memcg_hold_back(struct engine *e, struct selection *order, struct pas
 static int build_candidates(struct engine *e, const struct pass_options *o, struct pass_stats *ps, double now)
 {
 	const struct selector_input in = selector_input(e, o, now);
-	struct selection order;
-	int r = selector_order(&e->selector, &in, ps ? &ps->procs_active : NULL, &order);
+	const struct candidate *order;
+	size_t norder;
+	int r = selector_order(&e->selector, &in, ps ? &ps->procs_active : NULL, &order, &norder);
 
 	/* Before the budget: what does not fit in its cgroup spends nothing. */
 	if (r == 0)
-		r = memcg_hold_back(e, &order, ps);
+		r = memcg_hold_back(e, order, norder, ps);
 	return r < 0 ? r : 0;
 }
 
@@ -489,7 +498,7 @@ static const struct cold_ranges *cold_drain(void *ctx)
 }
 
 /* What dispatch uses of the other stages: the table, the scanner's
- * readers and scratch, the budget, and the checks before each call. */
+ * readers and scratch, and the checks before each call. */
 static struct dispatch_env dispatch_env(struct engine *e)
 {
 	return (struct dispatch_env){.st = e->st,
@@ -501,7 +510,6 @@ static struct dispatch_env dispatch_env(struct engine *e)
 				     .smaps_buf = &e->scanner.smaps_buf,
 				     .smaps_cap = &e->scanner.smaps_cap,
 				     .vmas = &e->scanner.vmas,
-				     .budget = selector_budget(&e->selector),
 				     .ctx = e,
 				     .refresh_policy = refresh_policy,
 				     .policy_holds = policy_holds,
@@ -516,28 +524,33 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 	struct selector_input in = selector_input(e, o, now);
 	struct collapse_run cr = {.deadline = o->max_seconds > 0 ? pass_start + o->max_seconds : 0,
 				  .interrupted = o->interrupted};
-	size_t nsel;
+	const struct candidate *gated, *sel;
+	size_t ngated, nsel;
 	int r = 0;
 
 	/* The budget is a rate: the time since the last refill earned tokens,
 	 * up to a burst (budget.h); what this pass submits spends them. */
-	nsel = selector_select(&e->selector, &in, o->unlimited);
+	gated = gated_candidates(e, &ngated);
+	nsel = selector_select(&e->selector, &in, gated, ngated, o->unlimited, &sel);
 	/* What stale blocks would have spent goes to the next in line. Each
 	 * round rescans at least one process that the next cannot, so this
 	 * ends; usually after one round. */
-	while (recheck_selected(e, o, e->selector.cands, nsel, ps, now)) {
+	while (recheck_selected(e, o, sel, nsel, ps, now)) {
 		r = build_candidates(e, o, NULL, now);
 		if (r < 0)
 			goto out;
 		in = selector_input(e, o, now);
-		nsel = selector_reselect(&e->selector, &in, o->unlimited);
+		gated = gated_candidates(e, &ngated);
+		nsel = selector_reselect(&e->selector, &in, gated, ngated, o->unlimited, &sel);
 	}
 	r = dispatch_reserve(&e->dispatch, nsel, &cr);
 	if (r < 0)
 		goto out;
 	env = dispatch_env(e);
-	/* Dispatch consumes the selected front of the order in place. */
-	collapse_selected(&e->dispatch, &env, e->selector.cands, nsel, &cr, ps, true, now);
+	collapse_selected(&e->dispatch, &env, sel, nsel, &cr, ps, true, now);
+	/* What was submitted spends the budget, whatever the outcome. */
+	for (size_t i = 0; i < cr.ncharges; i++)
+		selector_charge(&e->selector, e->cfg, cr.charges[i].pol, cr.charges[i].bytes);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
 	if (cr.nretry && !cr.stop)
@@ -573,7 +586,7 @@ static void count_would_collapse(struct engine *e, struct pass_stats *ps)
 {
 	unsigned char *seen = e->nst ? calloc(e->nst, 1) : NULL;
 	size_t ncands;
-	const struct candidate *cands = selector_candidates(&e->selector, &ncands);
+	const struct candidate *cands = gated_candidates(e, &ncands);
 
 	ps->would_collapse_bytes = (uint64_t)ncands * HPAGE_SIZE;
 	for (size_t i = 0; seen && i < ncands; i++)
@@ -633,9 +646,11 @@ int engine_pass(struct engine *e, const struct pass_options *o, struct pass_stat
 	t1 = e->now();
 	ps->scan_s = t1 - t0;
 	if (r == 0 && !o->dry_run) {
+		size_t ngated;
+
 		/* Asked only when there is something to collapse: a pass with
 		 * no candidate reads nothing more. */
-		if (e->selector.ncands && pressure_pauses(e, now))
+		if (gated_candidates(e, &ngated) && ngated && pressure_pauses(e, now))
 			ps->pressure_paused = true;
 		else
 			r = collapse_in_order(e, o, ps, now, t0);

@@ -25,16 +25,18 @@
  *   others, the cold ranges it settles): what changed, reading it again;
  *   range_scan.c and smaps_scan.c read, block_memo.c remembers per block;
  * - selector (selector.c, pure, struct selector: the candidates' order,
- *   the budget's buckets (budget.c does the arithmetic); struct
- *   selector_input: the config, the table, the filter, the clock; its
- *   output, struct selection, the ordered candidates), with the memory
- *   cgroup gate (memcg_gate.c, its own opaque state, struct
- *   memcg_gate_input) narrowing that order in place before the budget;
+ *   the selection, the budget's buckets (budget.c does the arithmetic);
+ *   struct selector_input: the config, the table, the filter, the clock),
+ *   with the memory cgroup gate (memcg_gate.c, its own opaque state,
+ *   struct memcg_gate_input) between the order and the budget: what fits
+ *   is its own output, which the selection is made from;
  * - the recheck before collapse: dispatch_needs_rescan() names the
  *   selected processes to find again, engine.c asks the scanner;
  * - dispatcher (dispatch.c, struct dispatcher: batch buffers, madvise_fn,
  *   alloc_failed, bytes per cgroup; struct dispatch_env: what it uses of
- *   the others, the checks before each call answered by engine.c);
+ *   the others, the checks before each call answered by engine.c): reads
+ *   the selection, and says what it submitted (struct dispatch_charge),
+ *   which engine.c charges to the selector's budget;
  * - statistics (this file: total, last, passes), read by report.c,
  *   metrics.c, coverage.c and the service as a const struct engine_stats
  *   (engine_stats.h), never as the engine.

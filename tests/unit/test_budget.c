@@ -590,16 +590,16 @@ static void test_candidates_within_budget(void **state)
 
 /* The selector's pass on the same order: selector_order() is
  * budget_candidates() into its own array, selector_select() refills once
- * for the pass, and selector_reselect() picks again within what is left
- * of that refill (no second refill in one pass). */
+ * for the pass and copies what it allows into the selection, and
+ * selector_reselect() picks again within what is left of that refill (no
+ * second refill in one pass). */
 static void test_selector_pass(void **state)
 {
 	struct cands k;
 	struct selector sel;
-	struct selection order;
 	struct selector_input in;
-	const struct candidate *c;
-	size_t n;
+	const struct candidate *c, *order, *chosen;
+	size_t n, norder;
 
 	(void)state;
 	cands_init(&k, 1);
@@ -615,23 +615,23 @@ static void test_selector_pass(void **state)
 	}
 	in = (struct selector_input){.cfg = &k.cfg, .st = k.st, .nst = 3, .filter = {.self = 1}, .now = NOW};
 	assert_int_equal(selector_init(&sel, &k.cfg), 0);
-	assert_int_equal(selector_order(&sel, &in, &k.active, &order), 0);
-	assert_int_equal(*order.n, 9);
+	assert_int_equal(selector_order(&sel, &in, &k.active, &order, &norder), 0);
+	assert_int_equal(norder, 9);
 	assert_int_equal(k.active, 3);
 	c = selector_candidates(&sel, &n);
-	assert_ptr_equal(c, order.v);
+	assert_ptr_equal(c, order);
 	assert_int_equal(n, 9);
-	assert_int_equal(selector_select(&sel, &in, false), 4);
-	assert_cand(&c[0], 0, 0x200000, TIER_ACTIVE);
-	assert_cand(&c[1], 1, 0x200000, TIER_ACTIVE); /* fullest first */
-	assert_cand(&c[2], 1, 0x400000, TIER_ACTIVE);
-	assert_cand(&c[3], 1, 0x600000, TIER_ACTIVE);
+	assert_int_equal(selector_select(&sel, &in, order, norder, false, &chosen), 4);
+	assert_cand(&chosen[0], 0, 0x200000, TIER_ACTIVE);
+	assert_cand(&chosen[1], 1, 0x200000, TIER_ACTIVE); /* fullest first */
+	assert_cand(&chosen[2], 1, 0x400000, TIER_ACTIVE);
+	assert_cand(&chosen[3], 1, 0x600000, TIER_ACTIVE);
 	/* The dispatcher spent two blocks of the global budget: a second
 	 * selection in the same pass gets what is left, not a new refill. */
-	budget_charge(selector_budget(&sel), &k.cfg, &k.cfg.defaults, 2.0 * 2 * 1024 * 1024);
-	assert_int_equal(selector_order(&sel, &in, NULL, &order), 0);
-	assert_int_equal(selector_reselect(&sel, &in, false), 2);
-	assert_int_equal(selector_reselect(&sel, &in, true), 9); /* unlimited */
+	selector_charge(&sel, &k.cfg, &k.cfg.defaults, 2.0 * 2 * 1024 * 1024);
+	assert_int_equal(selector_order(&sel, &in, NULL, &order, &norder), 0);
+	assert_int_equal(selector_reselect(&sel, &in, order, norder, false, &chosen), 2);
+	assert_int_equal(selector_reselect(&sel, &in, order, norder, true, &chosen), 9); /* unlimited */
 	selector_free(&sel);
 	cands_free(&k);
 }

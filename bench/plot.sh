@@ -10,6 +10,8 @@
 #   time_to_huge_seed.svg  the seed scenario's hot2 under khugepaged at its
 #                      defaults, at an equal budget, and hugecollapsed
 #                      (tth_seed_SETUP_VARIANT.dat);
+#   frontier.svg       CPU per second against time to huge, per system
+#                      and size of already-huge memory (frontier.dat);
 #   real_PROGRAM_MODE.svg  bench/run --real: percent of a real program's
 #                      anonymous memory that is huge over time, one line
 #                      per setup (real_PROGRAM_MODE_SETUP.dat).
@@ -128,6 +130,28 @@ set grid
 plot $plot
 EOG
 done
+# The cost-latency frontier: CPU per second against time to 90% huge, one
+# curve per system and size of already-huge memory (frontier.dat).
+if [[ -s $DIR/frontier.dat ]]; then
+	plot=
+	for size in $(awk '!/^#/ { print $1 }' "$DIR/frontier.dat" | sort -nu); do
+		for sys in khugepaged hugecollapsed; do
+			grep -q " $sys " "$DIR/frontier.dat" || continue
+			plot+="${plot:+, }\"< awk '\$1 == $size && \$2 == \\\"$sys\\\"' $DIR/frontier.dat\" using 5:4 with linespoints lw 2 title \"$sys, $((size >> 10)) GiB huge\""
+		done
+	done
+	gnuplot <<EOG
+set terminal svg size 800,480 font "sans,12" background "white"
+set output "$DIR/frontier.svg"
+set title "Cost against responsiveness: 100 idle processes + a ticker, nothing to collapse"
+set xlabel "seconds until a new hot 128 MiB process is 90% huge"
+set ylabel "CPU per second, µs (khugepaged + hugecollapsed)"
+set logscale xy
+set key top right
+set grid
+plot $plot
+EOG
+fi
 svgs=$(ls "$DIR"/*.svg 2>/dev/null | tr '\n' ' ')
 [[ -n $svgs ]] || {
 	echo "bench/plot.sh: nothing to plot in $DIR" >&2

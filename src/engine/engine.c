@@ -305,6 +305,8 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .full_samples = e->sampler.full_samples,
 				     .partial_samples = e->sampler.partial_samples,
 				     .stat_reads = e->sampler.stat_reads,
+				     .listings = e->sampler.listings,
+				     .task_births = e->sampler.task_born,
 				     .doorbell_wakeups = e->doorbell_wakeups,
 				     .news_passes = e->news_passes,
 				     .doorbell_opens = e->sampler.doorbell.opens,

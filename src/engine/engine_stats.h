@@ -40,6 +40,7 @@ struct engine_stats {
 	struct pass_stats last;  /* the last pass */
 	uint64_t passes, passes_idle;
 	uint64_t full_samples, partial_samples, stat_reads; /* the sampler's */
+	uint64_t listings, task_births;                     /* /proc readdirs; births from task records */
 	uint64_t doorbell_wakeups;                          /* back to back: passes the doorbell's poll woke */
 	uint64_t news_passes;                               /* timer: passes news ran early (news_gate.h) */
 	unsigned doorbell_opens;                            /* fault_doorbell.opens: each changed the fds */

@@ -246,6 +246,13 @@ void metrics_format(FILE *f, const struct engine_stats *e, enum khugepaged_mode 
 		   e->partial_samples);
 	scalar_u64(f, "hugecollapsed_stat_reads_total", "counter", "Process stat reads taken by samples.",
 		   e->stat_reads);
+	scalar_u64(f, "hugecollapsed_proc_listings_total", "counter",
+		   "Listings of /proc for new and exited processes: every 5 s without perf task records, else once "
+		   "per full_rescan_s and after lost records.",
+		   e->listings);
+	scalar_u64(f, "hugecollapsed_task_births_total", "counter",
+		   "New processes learned from perf fork records between listings, each read at the next pass.",
+		   e->task_births);
 	scalar_u64(f, "hugecollapsed_doorbell_wakeups_total", "counter",
 		   "Back-to-back passes woken by the page-fault doorbell (scan_interval_ms = 0).", e->doorbell_wakeups);
 	scalar_u64(f, "hugecollapsed_news_passes_total", "counter",

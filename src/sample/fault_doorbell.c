@@ -75,8 +75,38 @@ static int sys_read_online(void *ctx, char *buf, size_t size)
 	return 0;
 }
 
+/* Side-band only: a dummy event counts nothing and never samples, but with
+ * attr.task the kernel writes every fork and exit on its CPU to its ring.
+ * No wake-up (watermark past the ring): the sampler drains it each pass. */
+static int sys_open_tasks(void *ctx, int cpu, size_t len, int *fd, void **page)
+{
+	struct perf_event_attr attr;
+	void *p;
+
+	(void)ctx;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.task = 1;
+	attr.watermark = 1;
+	attr.wakeup_watermark = (uint32_t)len;
+	*fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		close(*fd);
+		return err;
+	}
+	*page = p;
+	return 0;
+}
+
 static const struct fault_doorbell_ops sys_ops = {
-    .open_cpu = sys_open_cpu, .close_cpu = sys_close_cpu, .read_online = sys_read_online};
+    .open_cpu = sys_open_cpu, .close_cpu = sys_close_cpu, .read_online = sys_read_online, .open_tasks = sys_open_tasks};
 
 /* Closes every event, keeping the arrays. */
 static void close_events(struct fault_doorbell *d)
@@ -84,10 +114,32 @@ static void close_events(struct fault_doorbell *d)
 	/* clang-analyzer misses that open's memset() zeroed ncpu before a
 	 * failed calloc() can bring us here with NULL arrays. */
 	// NOLINTBEGIN(clang-analyzer-core.NullDereference)
-	for (int i = 0; i < d->ncpu; i++)
+	for (int i = 0; i < d->ncpu; i++) {
 		d->ops->close_cpu(d->ops->ctx, d->fd[i], d->page[i], d->map_len);
+		if (d->tasks)
+			d->ops->close_cpu(d->ops->ctx, d->task_fd[i], d->task_page[i], d->task_map_len);
+	}
 	// NOLINTEND(clang-analyzer-core.NullDereference)
 	d->ncpu = 0;
+	d->tasks = false;
+}
+
+/* The task events of the open CPUs (d->cpu_of[i]): all, or none. */
+static void open_task_events(struct fault_doorbell *d, const int *cpu_of)
+{
+	int i;
+
+	if (!d->ops->open_tasks || !d->task_fd || !d->task_page)
+		return;
+	for (i = 0; i < d->ncpu; i++)
+		if (d->ops->open_tasks(d->ops->ctx, cpu_of[i], d->task_map_len, &d->task_fd[i], &d->task_page[i]) < 0)
+			break;
+	if (i == d->ncpu) {
+		d->tasks = true;
+		return;
+	}
+	while (i-- > 0)
+		d->ops->close_cpu(d->ops->ctx, d->task_fd[i], d->task_page[i], d->task_map_len);
 }
 
 /* Opens one event per CPU that is online now (into empty arrays). */
@@ -97,6 +149,10 @@ static int open_events(struct fault_doorbell *d)
 
 	/* Read first: a CPU that comes online while we open shows as a change
 	 * next time, and is opened then. */
+	int *cpu_of = calloc((size_t)d->possible, sizeof(*cpu_of));
+
+	if (!cpu_of)
+		return -ENOMEM;
 	if (d->ops->read_online(d->ops->ctx, d->online, sizeof(d->online)) < 0)
 		d->online[0] = '\0';
 	for (int cpu = 0; cpu < d->possible; cpu++) {
@@ -108,12 +164,16 @@ static int open_events(struct fault_doorbell *d)
 			err = r;
 			break;
 		}
+		cpu_of[d->ncpu] = cpu;
 		d->fd[d->ncpu++] = fd;
 	}
 	if (!err && d->ncpu == 0)
 		err = -ENODEV;
 	if (err)
 		close_events(d);
+	else
+		open_task_events(d, cpu_of);
+	free(cpu_of);
 	return err;
 }
 
@@ -130,6 +190,9 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	d->ops = ops;
 	d->fd = calloc((size_t)possible, sizeof(*d->fd));
 	d->page = calloc((size_t)possible, sizeof(*d->page));
+	d->task_fd = calloc((size_t)possible, sizeof(*d->task_fd));
+	d->task_page = calloc((size_t)possible, sizeof(*d->task_page));
+	d->task_map_len = (1 + DOORBELL_TASK_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
 	if (!d->fd || !d->page) {
 		fault_doorbell_close(d);
 		return -ENOMEM;
@@ -157,12 +220,16 @@ void fault_doorbell_close(struct fault_doorbell *d)
 		close_events(d);
 	free(d->fd);
 	free(d->page);
+	free(d->task_fd);
+	free(d->task_page);
 	fault_pids_free(&d->kept);
 	fault_pids_free(&d->peek);
+	task_events_free(&d->kept_tasks);
 	memset(d, 0, sizeof(*d));
 }
 
 static int drain_rings(struct fault_doorbell *d, struct fault_pids *out);
+static int drain_task_rings(struct fault_doorbell *d, struct task_events *out);
 
 int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 {
@@ -175,9 +242,13 @@ int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 		if (d->ops->read_online(d->ops->ctx, now, sizeof(now)) < 0 || !strcmp(now, d->online))
 			return 0;
 	}
-	/* Who faulted since the last drain is still wanted. */
+	/* Who faulted since the last drain is still wanted; who was born
+	 * between the close and the open is not known. */
 	if (drain_rings(d, &d->kept) < 0)
 		d->kept.lost = true;
+	if (d->tasks && drain_task_rings(d, &d->kept_tasks) < 0)
+		d->kept_tasks.lost = true;
+	d->kept_tasks.lost = true;
 	close_events(d);
 	r = open_events(d);
 	d->opens++; /* the fds changed, even to none */
@@ -288,6 +359,58 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 		return r;
 	fault_pids_finish(out);
 	return 0;
+}
+
+/* The data area of a mapped ring of len bytes, or false if the control
+ * page says something impossible. data_offset/data_size exist since Linux
+ * 4.1; 0 before. */
+static bool ring_data(const void *page, size_t len, size_t pagesz, size_t *off, size_t *size)
+{
+	const struct perf_event_mmap_page *pg = page;
+
+	*off = pg->data_offset ? (size_t)pg->data_offset : pagesz;
+	*size = pg->data_size ? (size_t)pg->data_size : len - pagesz;
+	return *off <= len && *size <= len - *off;
+}
+
+static int drain_task_rings(struct fault_doorbell *d, struct task_events *out)
+{
+	size_t pagesz = d->task_map_len / (1 + DOORBELL_TASK_PAGES);
+
+	for (int i = 0; i < d->ncpu; i++) {
+		uint64_t head = head_of(d->task_page[i]),
+			 tail = ((struct perf_event_mmap_page *)d->task_page[i])->data_tail;
+		size_t off, size;
+		int r = 0;
+
+		if (!ring_data(d->task_page[i], d->task_map_len, pagesz, &off, &size))
+			out->lost = true;
+		else
+			r = parse_task_ring_buf((const uint8_t *)d->task_page[i] + off, size, tail, head, out);
+		consume(d->task_page[i], head);
+		if (r == -EINVAL)
+			out->lost = true;
+		else if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int fault_doorbell_tasks(struct fault_doorbell *d, struct task_events *out)
+{
+	int r = 0;
+
+	out->lost |= d->kept_tasks.lost;
+	for (size_t i = 0; i < d->kept_tasks.n && r == 0; i++)
+		r = task_events_add(out, d->kept_tasks.ev[i].pid, d->kept_tasks.ev[i].time, d->kept_tasks.ev[i].exit);
+	task_events_reset(&d->kept_tasks);
+	if (r < 0)
+		return r;
+	if (!d->tasks) {
+		out->lost = true;
+		return -ENODEV;
+	}
+	return drain_task_rings(d, out);
 }
 
 int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup)

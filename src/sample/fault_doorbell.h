@@ -30,6 +30,14 @@
  * Memory filled without a fault (get_user_pages: MAP_POPULATE, mlock) raises
  * no event at all; mapped_memory.h covers that.
  *
+ * Births and exits: beside each CPU's fault event, a dummy software event
+ * with attr.task writes each fork and exit on that CPU to a ring of its own
+ * (task_ring.h), which never wakes anyone and is not part of
+ * fault_doorbell_rang(): a shell's /bin/true does not make a pass. The
+ * sampler learns the process lifecycle from it (fault_doorbell_tasks())
+ * instead of listing /proc every few seconds. Where the dummy event cannot
+ * be opened, d->tasks is false and the caller lists /proc as before.
+ *
  * Needs perf_event_open with CAP_PERFMON or CAP_SYS_ADMIN; where it is not
  * available, fault_doorbell_open() fails and the caller samples every pass. */
 #pragma once
@@ -38,11 +46,13 @@
 #include <stdint.h>
 
 #include "fault_ring.h"
+#include "task_ring.h"
 
 #define DOORBELL_PERIOD      64
 #define DOORBELL_WAKEUP      8  /* samples per CPU before poll wakes: 512 faults, one 2 MiB block */
 #define DOORBELL_WAKEUP_NEWS 64 /* 4096 faults, 16 MiB: news_gate.h's NEWS_FAULT_SAMPLES */
 #define DOORBELL_PAGES       8  /* data pages per CPU: 2048 records */
+#define DOORBELL_TASK_PAGES  16 /* per CPU: 2048 fork or exit records between two drains */
 
 /* The system calls, injectable for tests. */
 struct fault_doorbell_ops {
@@ -54,6 +64,9 @@ struct fault_doorbell_ops {
 	/* The text of /sys/devices/system/cpu/online, NUL-terminated: 0 or
 	 * -errno. */
 	int (*read_online)(void *ctx, char *buf, size_t size);
+	/* Opens CPU cpu's task event (fork and exit records) and maps len
+	 * bytes of it; closed by close_cpu. NULL: no task events. */
+	int (*open_tasks)(void *ctx, int cpu, size_t len, int *fd, void **page);
 	void *ctx;
 };
 
@@ -71,6 +84,12 @@ struct fault_doorbell {
 	unsigned opens;                       /* (re)opens: each changed the fds */
 	struct fault_pids kept;               /* drained from rings closed by a refresh */
 	struct fault_pids peek;               /* fault_doorbell_peek()'s answer */
+	/* The task events, one per open CPU: all or none (tasks). */
+	bool tasks;
+	int *task_fd;
+	void **task_page; /* control page + DOORBELL_TASK_PAGES data pages */
+	size_t task_map_len;
+	struct task_events kept_tasks; /* drained from task rings closed by a refresh */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
@@ -111,6 +130,13 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out);
  * peek. Lost records are no news (the next pass samples everyone anyway).
  * NULL without events or for an error. */
 const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d);
+
+/* Appends the fork and exit records since the last call (and what task
+ * rings closed by a refresh held) to out, and consumes them. A refresh
+ * closes the events before it opens new ones, so it sets out->lost: what
+ * was born in between is unknown. Returns 0, -ENODEV without task events
+ * (out->lost is then set), or -ENOMEM. */
+int fault_doorbell_tasks(struct fault_doorbell *d, struct task_events *out);
 
 /* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
  * d->wakeup samples; for an event loop to sleep on. */

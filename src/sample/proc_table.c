@@ -195,6 +195,24 @@ int proc_states_merge(struct proc_state **pst, size_t *pn, size_t *pcap, const s
 	return n != known ? merge_new(*pst, known, n) : 0;
 }
 
+void proc_states_forget(struct proc_state *st, size_t *pn, const pid_t *gone, size_t ngone)
+{
+	size_t w = 0, j = 0;
+
+	for (size_t i = 0; i < *pn; i++) {
+		while (j < ngone && gone[j] < st[i].pid)
+			j++;
+		if (j < ngone && gone[j] == st[i].pid) {
+			proc_state_clear(&st[i]);
+			continue;
+		}
+		if (w != i)
+			st[w] = st[i];
+		w++;
+	}
+	*pn = w;
+}
+
 int proc_states_sweep(struct proc_state *st, size_t *pn, const pid_t *alive, size_t nalive, pid_t **fresh,
 		      size_t *nfresh, size_t *capfresh)
 {

@@ -112,3 +112,7 @@ int proc_states_merge(struct proc_state **st, size_t *n, size_t *cap, const stru
  * Returns 0 or -ENOMEM. */
 int proc_states_sweep(struct proc_state *st, size_t *n, const pid_t *alive, size_t nalive, pid_t **fresh,
 		      size_t *nfresh, size_t *capfresh);
+
+/* Forgets the processes whose PIDs are in gone[0..ngone) (sorted: those
+ * the task records say exited); a sorted merge, no file read. */
+void proc_states_forget(struct proc_state *st, size_t *n, const pid_t *gone, size_t ngone);

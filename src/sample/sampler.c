@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "log.h"
 #include "proc_table.h"
 #include "sample_set.h"
@@ -62,8 +63,9 @@ void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup)
 	if (r < 0)
 		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
 	else
-		log_info("page-fault doorbell on %d CPUs (online: %.*s)", sm->doorbell.ncpu,
-			 (int)strcspn(sm->doorbell.online, "\n"), sm->doorbell.online);
+		log_info("page-fault doorbell on %d CPUs (online: %.*s); process births and exits %s",
+			 sm->doorbell.ncpu, (int)strcspn(sm->doorbell.online, "\n"), sm->doorbell.online,
+			 sm->doorbell.tasks ? "from perf task records" : "from a listing of /proc every 5 s");
 	sm->doorbell_opened = now;
 	snprintf(sm->doorbell_logged, sizeof(sm->doorbell_logged), "%s", sm->doorbell.online);
 }
@@ -77,6 +79,11 @@ void sampler_free(struct sampler *sm)
 	free(sm->nomm);
 	free(sm->want);
 	free(sm->newcomers);
+	task_events_free(&sm->tasks);
+	free(sm->born);
+	free(sm->gone);
+	free(sm->pend);
+	free(sm->pend2);
 	fault_doorbell_close(&sm->doorbell);
 	mapped_watch_close(&sm->mapped);
 	if (sm->proc_fd >= 0)
@@ -139,6 +146,7 @@ static int list_and_sweep(struct sampler *e, const char *proc_root, const struct
 
 	if (r < 0)
 		return r;
+	e->listings++;
 	r = proc_states_sweep(*t->st, t->n, e->listing, e->nlisting, &e->fresh, &e->nfresh, &e->capfresh);
 	if (r < 0)
 		return r;
@@ -198,6 +206,113 @@ static bool enumerator_only(const struct sampler *e)
 	return e->enumerate != sampler_enumerate_procs && e->doorbell_drain == fault_doorbell_drain;
 }
 
+/* Whether births and exits come from the doorbell's task records. A test
+ * that injects the drain has no task records: it lists /proc. */
+static bool tasks_known(const struct sampler *e)
+{
+	return e->doorbell.tasks && e->doorbell_drain == fault_doorbell_drain;
+}
+
+/* Births and exits since the last pass (fault_doorbell_tasks()): sets
+ * e->born and e->gone, or e->tasks_lost. Without task events, neither. */
+static int read_tasks(struct sampler *e)
+{
+	int r;
+
+	e->nborn = e->ngone = 0;
+	task_events_reset(&e->tasks);
+	if (e->doorbell_drain != fault_doorbell_drain ||
+	    (!e->doorbell.tasks && !e->doorbell.kept_tasks.n && !e->doorbell.kept_tasks.lost))
+		return 0;
+	r = fault_doorbell_tasks(&e->doorbell, &e->tasks);
+	if (r == -ENOMEM)
+		return r;
+	if (e->tasks.lost) {
+		e->tasks_lost = true;
+		return 0;
+	}
+	return task_events_reduce(&e->tasks, &e->born, &e->nborn, &e->capborn, &e->gone, &e->ngone, &e->capgone);
+}
+
+/* When /proc is listed: every LISTING_PERIOD_S without task records; with
+ * them only once per full_rescan_s (what they may miss: a process born
+ * before its CPU's events were opened again), and at once after they lost
+ * some. */
+static bool listing_due(const struct sampler *e, const struct sample_input *in, double now)
+{
+	if (!tasks_known(e))
+		return now - e->last_listing >= LISTING_PERIOD_S;
+	return e->tasks_lost || now - e->last_listing >= in->full_rescan_s;
+}
+
+/* Pending born PIDs: the gone dropped, the born merged in (sorted). */
+static int pend_update(struct sampler *e, double now)
+{
+	size_t i = 0, j = 0, g = 0, w = 0;
+
+	if (GROW(e->pend2, e->cappend2, e->npend + e->nborn + 1) < 0)
+		return -ENOMEM;
+	while (i < e->npend || j < e->nborn) {
+		struct born_pid b;
+
+		if (j == e->nborn || (i < e->npend && e->pend[i].pid < e->born[j]))
+			b = e->pend[i++];
+		else if (i == e->npend || e->born[j] < e->pend[i].pid)
+			b = (struct born_pid){.pid = e->born[j++], .at = now};
+		else /* born again: its PID was reused */
+			b = (struct born_pid){.pid = e->born[j++], .at = now}, i++;
+		while (g < e->ngone && e->gone[g] < b.pid)
+			g++;
+		if (g < e->ngone && e->gone[g] == b.pid)
+			continue;
+		e->pend2[w++] = b;
+	}
+	{
+		struct born_pid *t = e->pend;
+		size_t c = e->cappend;
+
+		e->pend = e->pend2, e->cappend = e->cappend2;
+		e->pend2 = t, e->cappend2 = c;
+	}
+	e->npend = w;
+	return 0;
+}
+
+/* What the task records say, in place of a listing: the gone are
+ * forgotten; the born that lived LISTING_PERIOD_S (all of them if now_all,
+ * when memory was mapped without faults) are read this pass, unless known
+ * to have no memory. */
+static int apply_tasks(struct sampler *e, const struct sample_table *t, double now, bool now_all)
+{
+	size_t w = 0, nready = 0;
+	int r;
+
+	proc_states_forget(*t->st, t->n, e->gone, e->ngone);
+	e->nnomm = pids_diff(e->nomm, e->nnomm, e->gone, e->ngone, e->nomm);
+	r = pend_update(e, now);
+	if (r < 0)
+		return r;
+	if (e->npend > TASK_EVENTS_MAX) { /* a listing is cheaper */
+		e->npend = 0;
+		e->tasks_lost = true;
+		return 0;
+	}
+	if (GROW(e->fresh, e->capfresh, e->npend + 1) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->npend; i++) {
+		if (proc_state_find(*t->st, *t->n, e->pend[i].pid))
+			continue; /* read already: its faults named it */
+		if (now_all || now - e->pend[i].at >= LISTING_PERIOD_S)
+			e->fresh[nready++] = e->pend[i].pid;
+		else
+			e->pend[w++] = e->pend[i];
+	}
+	e->npend = w;
+	e->nfresh = pids_diff(e->fresh, nready, e->nomm, e->nnomm, e->fresh);
+	e->task_born += e->nfresh;
+	return 0;
+}
+
 static bool full_sample_needed(struct sampler *e, const struct sample_input *in, double now)
 {
 	return e->sample_time == 0 || in->every_process || e->faulted.lost || enumerator_only(e) ||
@@ -218,6 +333,11 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 	r = e->doorbell_drain(&e->doorbell, &e->faulted);
 	if (r == -ENOMEM)
 		return r;
+	/* Every pass, so that the task rings never fill: a full sample has
+	 * no use for them. */
+	r = read_tasks(e);
+	if (r < 0)
+		return r;
 	/* Growth the faults explain is not "mapped without faults". */
 	mapped_watch_faulted(&e->mapped, e->faulted.samples * DOORBELL_PERIOD * 4);
 	if (mapped_watch_moved(&e->mapped, now))
@@ -228,6 +348,7 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 		e->mapped_moved = false;
 		e->last_full_sample = now;
 		e->last_listing = now;
+		e->tasks_lost = false; /* every process is read: nobody is missed */
 		e->nfresh = 0;
 		e->full_samples++;
 		out->full = true;
@@ -248,9 +369,18 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 	 * MAPPED_FULL_SAMPLE_S, or never come when others' faults explain the
 	 * growth). A listing costs about 0.5 us per process (5 ms at 10,000),
 	 * a newcomer's stat read 15 us. */
-	if (now - e->last_listing >= LISTING_PERIOD_S ||
-	    (e->mapped_unlisted && !e->nnewcomers && now - e->last_listing >= 1.0)) {
+	if (tasks_known(e) && !listing_due(e, in, now)) {
+		/* The born are known: memory mapped without faults asks only
+		 * that they be read now. */
+		r = apply_tasks(e, t, now, e->mapped_unlisted);
+		if (r < 0)
+			return r;
 		e->mapped_unlisted = false;
+		e->nnewcomers = 0;
+	} else if (listing_due(e, in, now) || (e->mapped_unlisted && !e->nnewcomers && now - e->last_listing >= 1.0)) {
+		e->mapped_unlisted = false;
+		e->tasks_lost = false;
+		e->npend = 0;                            /* the listing finds those alive */
 		r = list_and_sweep(e, in->proc_root, t); /* finds every newcomer still alive */
 		if (r < 0)
 			return r;

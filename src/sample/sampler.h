@@ -46,7 +46,24 @@ struct sampler {
 	size_t nlisting, caplisting, nfresh, capfresh, nnomm, capnomm, nwant, capwant;
 	pid_t *newcomers; /* new PIDs named by fewer than SAMPLES_PER_BLOCK samples, since the last listing */
 	size_t nnewcomers, capnewcomers;
-	double last_listing;  /* monotonic seconds of the last /proc readdir */
+	double last_listing; /* monotonic seconds of the last /proc readdir */
+	/* Births and exits from the doorbell's task records (task_ring.h):
+	 * scratch, and this pass's born and gone PIDs (sorted). */
+	struct task_events tasks;
+	pid_t *born, *gone;
+	size_t nborn, capborn, ngone, capgone;
+	bool tasks_lost; /* records were lost: list /proc at the next partial pass */
+	/* Born and still alive, not read yet (sorted by pid): read once they
+	 * are LISTING_PERIOD_S old, as a listing would find them, so that a
+	 * shell's short commands cost nothing; the ones that fault are named
+	 * by the doorbell before that. */
+	struct born_pid {
+		pid_t pid;
+		double at; /* when the record was drained */
+	} * pend, *pend2;
+	size_t npend, cappend, cappend2;
+	uint64_t listings;    /* /proc readdirs */
+	uint64_t task_born;   /* processes learned from task records, not a listing */
 	pid_t roll_pid;       /* the rolling rescan's cursor */
 	double roll_credit;   /* processes the slice owes (fractions carry over) */
 	bool mapped_moved;    /* seen by sampler_mapped_quiet(), for the sample */

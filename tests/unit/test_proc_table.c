@@ -126,6 +126,32 @@ static void test_update_sweep(void **state)
 
 /* A recycled PID (same pid, other start time) loses what was known about
  * the process that held it before: its blocks, its refused set. */
+/* The task records' exits: the named ones go, the rest keep their order
+ * and what they hold; names not in the table change nothing. */
+static void test_forget_gone(void **state)
+{
+	struct proc_state st[4] = {{.pid = 10, .start_ticks = 1},
+				   {.pid = 20, .start_ticks = 2},
+				   {.pid = 30, .start_ticks = 3},
+				   {.pid = 40, .start_ticks = 4}};
+	const pid_t gone[] = {5, 20, 35, 40};
+	size_t n = 4;
+
+	(void)state;
+	st[2].cgroup = strdup("/kept");
+	st[3].cgroup = strdup("/freed"); /* freed by the forget: ASan checks */
+	proc_states_forget(st, &n, gone, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(st[0].pid, 10);
+	assert_int_equal(st[1].pid, 30);
+	assert_int_equal(st[1].start_ticks, 3);
+	assert_string_equal(st[1].cgroup, "/kept");
+	proc_states_forget(st, &n, NULL, 0);
+	assert_int_equal(n, 2);
+	proc_state_clear(&st[0]);
+	proc_state_clear(&st[1]);
+}
+
 static void test_recycled_forgets(void **state)
 {
 	struct fake_procs fp = {0};
@@ -257,9 +283,9 @@ static void test_pass_on_fixture(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_update_sweep),         cmocka_unit_test(test_recycled_forgets),
-	    cmocka_unit_test(test_recycled_at_capacity), cmocka_unit_test(test_enumerate_error),
-	    cmocka_unit_test(test_pass_on_fixture),
+	    cmocka_unit_test(test_update_sweep),     cmocka_unit_test(test_forget_gone),
+	    cmocka_unit_test(test_recycled_forgets), cmocka_unit_test(test_recycled_at_capacity),
+	    cmocka_unit_test(test_enumerate_error),  cmocka_unit_test(test_pass_on_fixture),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

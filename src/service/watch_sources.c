@@ -29,7 +29,7 @@ int watch_sources_add(struct watch_sources *ws, sd_event *ev, const struct fault
 	ws->cold_ncpu = w->ncpu;
 	if (d->ncpu + w->ncpu == 0)
 		return 0;
-	ws->v = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(*ws->v));
+	ws->v = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(sd_event_source *));
 	if (!ws->v)
 		return -ENOMEM;
 	for (int i = 0; i < d->ncpu && r >= 0; i++)

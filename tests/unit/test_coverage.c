@@ -169,7 +169,7 @@ static void test_refresh_live(void **state)
 	struct proc_sample self;
 	struct vma_list l;
 	char *buf = NULL, path[64];
-	size_t cap = 0, len = 8u << 20;
+	size_t cap = 0, len = 8 * MIB_BYTES;
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int dirfd;
 

@@ -76,7 +76,7 @@ static int map_separate(void)
 
 static int populate_more(void)
 {
-	size_t len = 8u << 20;
+	size_t len = 8 * MIB_BYTES;
 	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (raw == MAP_FAILED)

@@ -808,7 +808,7 @@ static void test_hostile_reservation(void **state)
 		uint64_t calls = 1;
 
 		assert_int_equal(r, -EINPROGRESS);
-		assert_int_equal(f->s.stopped_at, (uintptr_t)p + (PM_PAGES_PER_ATTACH << 12));
+		assert_int_equal(f->s.stopped_at, (uintptr_t)p + PM_PAGES_PER_ATTACH * PAGE_BYTES);
 		assert_int_equal(seen.n, 0);
 		/* Each attach (a pass) resumes where the last stopped. */
 		while (r == -EINPROGRESS && seen.n == 0) {

@@ -224,7 +224,7 @@ static void test_fixture_good(void **state)
 	assert_int_equal(parse_status_buf(buf, len, &st), 0);
 	free(buf);
 	assert_true(st.passes == 12);
-	assert_true(st.collapsed_bytes == 6 * (1 << 20));
+	assert_true(st.collapsed_bytes == 6 * MIB_BYTES);
 	assert_true(st.procs_scanned == 40 && st.procs_unchanged == 30 && st.procs_active == 2);
 	assert_int_equal(st.nresult, 3);
 	assert_string_equal(st.result[1].name, "thp_policy");

@@ -25,8 +25,8 @@
 
 #include "collapse.h"
 #include "bench_util.h"
+#include "units.h"
 
-#define HPAGE_SZ  (2ul << 20)
 #define MAX_ROUND 100
 
 enum mode { BATCHED, PER_BLOCK, LIBRARY, NR_MODES };
@@ -49,16 +49,16 @@ static void child(size_t len, int cmd, int ans)
 
 		if (cur)
 			munmap(cur, len);
-		raw = mmap(NULL, len + HPAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (raw == MAP_FAILED)
 			_exit(2);
-		start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(HPAGE_SZ - 1);
+		start = ((uintptr_t)raw + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1);
 		if (start > (uintptr_t)raw)
 			munmap(raw, start - (uintptr_t)raw);
-		if ((uintptr_t)raw + HPAGE_SZ > start)
-			munmap((char *)start + len, (uintptr_t)raw + HPAGE_SZ - start);
+		if ((uintptr_t)raw + HPAGE_SIZE > start)
+			munmap((char *)start + len, (uintptr_t)raw + HPAGE_SIZE - start);
 		buf = (char *)start;
-		for (size_t o = 0; o < len; o += 4096)
+		for (size_t o = 0; o < len; o += PAGE_BYTES)
 			memset(buf + o, (int)(o >> 12) | 1, 64);
 		cur = buf;
 		if (write(ans, &start, sizeof(start)) != sizeof(start))
@@ -70,15 +70,15 @@ static void child(size_t len, int cmd, int ans)
 /* Bytes collapsed, timed into *secs. */
 static size_t collapse(enum mode m, int pidfd, uintptr_t start, size_t len, double *secs)
 {
-	size_t n = len / HPAGE_SZ, done = 0;
+	size_t n = len / HPAGE_SIZE, done = 0;
 	struct iovec iov[COLLAPSE_MAX_IOV];
 	uint64_t addrs[COLLAPSE_MAX_IOV];
 	uint8_t out[COLLAPSE_MAX_IOV];
 	double t0;
 
 	for (size_t i = 0; i < n; i++) {
-		iov[i] = (struct iovec){(void *)(start + i * HPAGE_SZ), HPAGE_SZ};
-		addrs[i] = start + i * HPAGE_SZ;
+		iov[i] = (struct iovec){(void *)(start + i * HPAGE_SIZE), HPAGE_SIZE};
+		addrs[i] = start + i * HPAGE_SIZE;
 	}
 	t0 = now_s();
 	if (m == BATCHED) {
@@ -90,7 +90,7 @@ static size_t collapse(enum mode m, int pidfd, uintptr_t start, size_t len, doub
 			done += r > 0 ? (size_t)r : 0;
 		}
 	} else {
-		done = collapse_blocks(pidfd, addrs, n, sys_process_madvise, out) * HPAGE_SZ;
+		done = collapse_blocks(pidfd, addrs, n, sys_process_madvise, out) * HPAGE_SIZE;
 	}
 	*secs = now_s() - t0;
 	return done;
@@ -111,8 +111,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--rounds"))
 			rounds = strtoul(argv[i + 1], NULL, 10);
 	}
-	len = (mb << 20) & ~(HPAGE_SZ - 1);
-	if (!len || len / HPAGE_SZ > COLLAPSE_MAX_IOV || !rounds || rounds > MAX_ROUND) {
+	len = (mb * MIB_BYTES) & ~(HPAGE_SIZE - 1);
+	if (!len || len / HPAGE_SIZE > COLLAPSE_MAX_IOV || !rounds || rounds > MAX_ROUND) {
 		fprintf(stderr, "usage: bench_collapse_throughput [--mb 2..2046] [--rounds 1..%d]\n", MAX_ROUND);
 		return 2;
 	}
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		qsort(rate, rounds, sizeof(rate[0]), cmp_double);
 		printf("| %s | %lu | %zu | %.0f%% | %.0f | %.0f | %.0f..%.0f | %.0f |\n", mode_names[m], rounds,
 		       len >> 20, 100.0 * bytes[m] / (len * rounds), rate[rounds / 2], len * rounds / total / 1e6,
-		       rate[0], rate[rounds - 1], total / rounds / (len / HPAGE_SZ) * 1e6);
+		       rate[0], rate[rounds - 1], total / rounds / (len / HPAGE_SIZE) * 1e6);
 	}
 	return 0;
 }

@@ -27,9 +27,8 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "units.h"
 
-#define HPAGE       (2UL << 20)
-#define PAGE        4096UL
 #define MAX_SAMPLES (1u << 21) /* 210 s at 100 us */
 
 static float *samples_us;
@@ -45,11 +44,11 @@ static void *probe(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (!quit) {
 		double t0 = now_s();
-		char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p != MAP_FAILED) {
 			p[0] = 1;
-			munmap(p, PAGE);
+			munmap(p, PAGE_BYTES);
 		}
 		if (recording && nsamples < MAX_SAMPLES)
 			samples_us[nsamples++] = (float)((now_s() - t0) * 1e6);
@@ -87,15 +86,15 @@ static void report(void)
 
 static char *map_aligned(size_t len)
 {
-	char *raw = mmap(NULL, len + HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *p;
 
 	if (raw == MAP_FAILED)
 		return NULL;
-	p = (char *)(((uintptr_t)raw + HPAGE - 1) & ~(HPAGE - 1));
+	p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1));
 	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
-	munmap(p + len, (size_t)(raw + len + HPAGE - (p + len)));
+	munmap(p + len, (size_t)(raw + len + HPAGE_SIZE - (p + len)));
 	return p;
 }
 
@@ -121,7 +120,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	len = mb << 20;
+	len = mb * MIB_BYTES;
 	samples_us = malloc(MAX_SAMPLES * sizeof(*samples_us));
 	buf = map_aligned(len);
 	if (!samples_us || !buf || interval_ns <= 0) {
@@ -129,7 +128,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Fill first (4 KiB pages under enabled=madvise), then advise. */
-	for (size_t off = 0; off < len; off += PAGE)
+	for (size_t off = 0; off < len; off += PAGE_BYTES)
 		buf[off] = (char)off | 1;
 	if (madvise(buf, len, MADV_HUGEPAGE)) {
 		perror("madvise(MADV_HUGEPAGE)");

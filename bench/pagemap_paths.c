@@ -32,6 +32,7 @@
 #include "range_scan.h"
 #include "smaps_scan.h"
 #include "bench_util.h"
+#include "units.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
@@ -42,7 +43,7 @@
 /* The child: maps, touches, says so on the pipe, waits to be killed. */
 static void child(int wfd, size_t mb, bool thp)
 {
-	size_t len = mb << 20;
+	size_t len = mb * MIB_BYTES;
 	char *res = mmap(NULL, TIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -51,7 +52,7 @@ static void child(int wfd, size_t mb, bool thp)
 		_exit(2);
 	char *p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 	madvise(p, len, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-	for (size_t off = 0; off < len; off += 4096)
+	for (size_t off = 0; off < len; off += PAGE_BYTES)
 		p[off] = 1;
 	if (thp)
 		madvise(p, len, MADV_COLLAPSE); /* any block that got small pages */

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HPAGE_SZ (2ul << 20)
+#include "units.h"
 
 enum mode { HOT, COLD, FREE };
 
@@ -64,21 +64,21 @@ static double now_s(void)
  * 2 MiB block of the buffer can become a THP. */
 static char *map_populated(size_t len)
 {
-	char *raw = mmap(NULL, len + HPAGE_SZ, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uintptr_t start;
 	char *buf;
 
 	if (raw == MAP_FAILED)
 		die("mmap reserve");
-	start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(HPAGE_SZ - 1);
+	start = ((uintptr_t)raw + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1);
 	buf = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
 		   -1, 0);
 	if (buf == MAP_FAILED)
 		die("mmap populate");
 	if (start > (uintptr_t)raw)
 		munmap(raw, start - (uintptr_t)raw);
-	if ((uintptr_t)raw + HPAGE_SZ > start)
-		munmap(buf + len, (uintptr_t)raw + HPAGE_SZ - start);
+	if ((uintptr_t)raw + HPAGE_SIZE > start)
+		munmap(buf + len, (uintptr_t)raw + HPAGE_SIZE - start);
 	return buf;
 }
 
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	if (rate_path && !(rate = fopen(rate_path, "w")))
 		die(rate_path);
 
-	len = mb << 20;
+	len = mb * MIB_BYTES;
 	buf = map_populated(len);
 	if (m != HOT)
 		memset(buf, 0x5a, len); /* the brief access before going cold */

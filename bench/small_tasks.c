@@ -20,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PAGE_SZ     4096ul
+#include "units.h"
+
 #define CHURN_PAGES 65536ul /* 256 MiB of address space: 18 hours at one page a second */
 
 static volatile sig_atomic_t stop;
@@ -33,7 +34,7 @@ static void on_stop(int sig)
 
 static void touch(char *p, size_t len)
 {
-	for (size_t o = 0; o < len; o += PAGE_SZ)
+	for (size_t o = 0; o < len; o += PAGE_BYTES)
 		p[o] = 1;
 }
 
@@ -47,7 +48,7 @@ static void child(size_t heap_kb, int churn, int ready_fd)
 		_exit(2);
 	touch(heap, heap_kb * 1024);
 	if (churn) {
-		more = mmap(NULL, CHURN_PAGES * PAGE_SZ, PROT_READ | PROT_WRITE,
+		more = mmap(NULL, CHURN_PAGES * PAGE_BYTES, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (more == MAP_FAILED)
 			_exit(2);
@@ -60,7 +61,7 @@ static void child(size_t heap_kb, int churn, int ready_fd)
 			pause();
 			continue;
 		}
-		more[i * PAGE_SZ] = 1;
+		more[i * PAGE_BYTES] = 1;
 		sleep(1);
 	}
 	_exit(0);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cold_watch.h"
+#include "units.h"
 
 /* CPU time of this thread: others' load on a shared machine is not counted
  * (what the kernel does on our behalf in a system call is). */
@@ -48,7 +49,7 @@ static double ns_per_cold(char *page, long calls)
 	double t0 = now();
 
 	for (long i = 0; i < calls; i++)
-		madvise(page, 4096, MADV_COLD);
+		madvise(page, PAGE_BYTES, MADV_COLD);
 	return (now() - t0) / (double)calls * 1e9;
 }
 
@@ -64,7 +65,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 7;
 	long calls = argc > 2 ? atol(argv[2]) : 2000000;
 	double off[64], on[64], coff[64], con[64];
-	char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *page = mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char why[128] = "";
 
 	if (rounds < 1 || rounds > 64 || calls < 1 || page == MAP_FAILED)

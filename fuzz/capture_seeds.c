@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include "range_scan.h"
+#include "units.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-#define PAGE 4096u
 
 /* struct pm_scan_arg (include/uapi/linux/fs.h), as range_scan.c has it. */
 struct scan_arg {
@@ -87,11 +87,11 @@ static void fill(char *b, enum pattern p)
 		break;
 	case SPARSE:
 		for (unsigned i = 0; i < 10; i++)
-			b[(size_t)i * 50 * PAGE] = 1;
+			b[(size_t)i * 50 * PAGE_BYTES] = 1;
 		break;
 	case READ:
 		for (unsigned i = 0; i < HPAGE_PAGES; i++)
-			sink = (char)(sink + b[(size_t)i * PAGE]);
+			sink = (char)(sink + b[(size_t)i * PAGE_BYTES]);
 		b[0] = 1; /* one real page, so a page table exists */
 		break;
 	case EMPTY:
@@ -113,7 +113,7 @@ static void capture_block(const char *dir, int pm_fd, int kpf_fd, const char *ba
 	char name[64];
 	FILE *f;
 
-	if (pread(pm_fd, pm, sizeof(pm), (off_t)(addr / PAGE * 8)) != sizeof(pm))
+	if (pread(pm_fd, pm, sizeof(pm), (off_t)(addr / PAGE_BYTES * 8)) != sizeof(pm))
 		die("pread pagemap");
 	for (unsigned i = 0; i < HPAGE_PAGES; i++)
 		if ((pm[i] & PM_PRESENT) && pread(kpf_fd, &kpf[i], 8, (off_t)((pm[i] & PM_PFN_MASK) * 8)) != 8)
@@ -181,8 +181,8 @@ int main(int argc, char **argv)
 		put(f, &first, sizeof(first));
 		put(f, &nblocks, 1);
 		for (long i = 0; i < n; i++) {
-			uint16_t gap = (uint16_t)((r[i].start - prev) / PAGE);
-			uint16_t len1 = (uint16_t)((r[i].end - r[i].start) / PAGE - 1);
+			uint16_t gap = (uint16_t)((r[i].start - prev) / PAGE_BYTES);
+			uint16_t len1 = (uint16_t)((r[i].end - r[i].start) / PAGE_BYTES - 1);
 			uint8_t cat = (uint8_t)r[i].categories;
 
 			put(f, &gap, 2);

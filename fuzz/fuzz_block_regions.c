@@ -14,12 +14,12 @@
 
 #include "fuzz_common.h"
 #include "range_scan.h"
+#include "units.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_BLOCKS  64
 #define MAX_REGIONS 4096
-#define PAGE        4096u
 
 static struct hc_page_region regions[MAX_REGIONS];
 static struct block_counts counts[MAX_BLOCKS];
@@ -43,15 +43,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t gap = fuzz_u16(&in), len = (uint64_t)fuzz_u16(&in) + 1, cat = fuzz_u8(&in);
 		struct hc_page_region *r = &regions[nr];
 
-		if (gap * PAGE >= limit - addr)
+		if (gap * PAGE_BYTES >= limit - addr)
 			break;
-		r->start = addr + gap * PAGE;
-		r->end = len * PAGE > limit - r->start ? limit : r->start + len * PAGE;
+		r->start = addr + gap * PAGE_BYTES;
+		r->end = len * PAGE_BYTES > limit - r->start ? limit : r->start + len * PAGE_BYTES;
 		r->categories = cat;
 		addr = r->end;
 		nr++;
 		/* What add_run() should make of it, summed over the range. */
-		len = (r->end - r->start) / PAGE;
+		len = (r->end - r->start) / PAGE_BYTES;
 		if (cat & HC_PAGE_IS_SWAPPED)
 			want_swapped += len;
 		else if (!(cat & HC_PAGE_IS_PRESENT))

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "units.h"
+
 struct fuzz_input {
 	const uint8_t *data;
 	size_t size, pos;
@@ -49,8 +51,8 @@ static inline uint8_t fuzz_u8(struct fuzz_input *in)
 /* Limits as a config file could set them (max_ptes_* 0..511, pct 0..100). */
 static inline void fuzz_limits(struct fuzz_input *in, unsigned *none, unsigned *swap, unsigned *shared, unsigned *pct)
 {
-	*none = fuzz_u16(in) % 512u;
-	*swap = fuzz_u16(in) % 512u;
-	*shared = fuzz_u16(in) % 512u;
+	*none = fuzz_u16(in) % HPAGE_PAGES;
+	*swap = fuzz_u16(in) % HPAGE_PAGES;
+	*shared = fuzz_u16(in) % HPAGE_PAGES;
 	*pct = fuzz_u16(in) % 101u;
 }

@@ -8,6 +8,7 @@
 
 #include "thp_policy.h"
 #include "tmpfs_mounts.h"
+#include "units.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -15,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tmpfs_mounts t = {.fd = -1};
 	char *buf = malloc(size ? size : 1);
-	struct vma v = {.start = 0, .end = 1 << 21, .kind = VMA_FILE, .mount_huge = VMA_HUGE_UNKNOWN};
+	struct vma v = {.start = 0, .end = HPAGE_SIZE, .kind = VMA_FILE, .mount_huge = VMA_HUGE_UNKNOWN};
 	struct vma_list l = {.v = &v, .n = 1, .cap = 1};
 
 	if (!buf)

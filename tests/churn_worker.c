@@ -42,9 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAGE_SZ       4096u
-#define HPAGE_SZ      (2u << 20)
-#define WORDS_PER_PG  (PAGE_SZ / sizeof(uint64_t))
+#include "units.h"
+
+#define WORDS_PER_PG  (PAGE_BYTES / sizeof(uint64_t))
 #define SPARSE_STRIDE 16u
 /* 2 MiB aligned, far below the mmap base and above any heap. */
 #define FIXED_ADDR ((uintptr_t)0x200000000000ULL)
@@ -98,8 +98,8 @@ static uint64_t seed_word(uint64_t seed, size_t page, size_t j)
 
 static void fill(char *buf, size_t len, uint64_t seed, unsigned stride)
 {
-	for (size_t p = 0; p < len / PAGE_SZ; p += stride) {
-		uint64_t *w = (uint64_t *)(buf + p * PAGE_SZ);
+	for (size_t p = 0; p < len / PAGE_BYTES; p += stride) {
+		uint64_t *w = (uint64_t *)(buf + p * PAGE_BYTES);
 		for (size_t j = 0; j < WORDS_PER_PG; j++)
 			w[j] = seed_word(seed, p, j);
 	}
@@ -111,12 +111,12 @@ static void fill(char *buf, size_t len, uint64_t seed, unsigned stride)
 /* Exits EXIT_CORRUPT at the first wrong word of the pages it checks. */
 static void verify_or_exit(const char *buf, size_t len, uint64_t seed, unsigned stride, const char *when)
 {
-	for (size_t p = 0; p < len / PAGE_SZ; p += stride) {
-		const uint64_t *w = (const uint64_t *)(buf + p * PAGE_SZ);
+	for (size_t p = 0; p < len / PAGE_BYTES; p += stride) {
+		const uint64_t *w = (const uint64_t *)(buf + p * PAGE_BYTES);
 		for (size_t j = 0; j < WORDS_PER_PG; j++)
 			if (w[j] != seed_word(seed, p, j)) {
 				fprintf(stderr, "hc_churn_worker[%d]: pattern bad at offset %zu (%s)\n", (int)getpid(),
-					p * PAGE_SZ + j * 8, when);
+					p * PAGE_BYTES + j * 8, when);
 				exit(EXIT_CORRUPT);
 			}
 	}
@@ -134,8 +134,8 @@ static void zero_or_exit(const char *buf, size_t len)
 /* Hot access: write each page's first word back (dirty + young). */
 static void touch(char *buf, size_t len, uint64_t seed, unsigned stride)
 {
-	for (size_t p = 0; p < len / PAGE_SZ; p += stride)
-		*(volatile uint64_t *)(buf + p * PAGE_SZ) = seed_word(seed, p, 0);
+	for (size_t p = 0; p < len / PAGE_BYTES; p += stride)
+		*(volatile uint64_t *)(buf + p * PAGE_BYTES) = seed_word(seed, p, 0);
 }
 
 static char *map_fixed(size_t len)
@@ -182,7 +182,7 @@ static void run_until(double deadline, char *buf, size_t len, uint64_t seed, uns
 
 static int role_candidate(unsigned ms, uint64_t seed)
 {
-	size_t len = (size_t)(1 + seed % 3) * HPAGE_SZ;
+	size_t len = (size_t)(1 + seed % 3) * HPAGE_SIZE;
 	char *buf = map_fixed(len);
 
 	fill(buf, len, seed, 1);
@@ -193,7 +193,7 @@ static int role_candidate(unsigned ms, uint64_t seed)
 
 static int role_sparse(unsigned ms, uint64_t seed)
 {
-	size_t len = 2 * HPAGE_SZ;
+	size_t len = 2 * HPAGE_SIZE;
 	char *buf = map_fixed(len);
 	unsigned long kb;
 
@@ -212,7 +212,7 @@ static int role_sparse(unsigned ms, uint64_t seed)
  * a new image whose memory at the same address is sparse (or /bin/true). */
 static int role_exec(unsigned ms, uint64_t seed)
 {
-	size_t len = 2 * HPAGE_SZ;
+	size_t len = 2 * HPAGE_SIZE;
 	char *buf = map_fixed(len);
 	char ms_arg[16], seed_arg[32];
 
@@ -234,7 +234,7 @@ static int role_exec(unsigned ms, uint64_t seed)
 static int role_remap(unsigned ms, uint64_t seed)
 {
 	double deadline = now_ms() + ms;
-	size_t len = 2 * HPAGE_SZ, half = len / 2;
+	size_t len = 2 * HPAGE_SIZE, half = len / 2;
 
 	do {
 		char *buf = map_fixed(len);
@@ -302,7 +302,7 @@ static int map_file(const char *path, const char *comm)
 	close(fd);
 	if (comm && prctl(PR_SET_NAME, comm))
 		fail_setup("prctl(PR_SET_NAME)");
-	for (off_t i = 0; i < st.st_size; i += PAGE_SZ)
+	for (off_t i = 0; i < st.st_size; i += PAGE_BYTES)
 		sink += b[i];
 	/* Opt in, as text that wants huge pages under enabled=madvise must. */
 	if (madvise(b, (size_t)st.st_size, MADV_HUGEPAGE))

@@ -85,9 +85,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAGE_SZ       4096u
-#define HPAGE_SZ      (2u << 20)
-#define WORDS_PER_PG  (PAGE_SZ / sizeof(uint64_t))
+#include "units.h"
+
+#define WORDS_PER_PG  (PAGE_BYTES / sizeof(uint64_t))
 #define PATTERN_SEED  UINT64_C(0x9e3779b97f4a7c15)
 #define SPARSE_STRIDE 16u /* the sparse role touches one page in 16 */
 #define TOUCH_BURST   128u
@@ -201,11 +201,11 @@ static void die(const char *what)
  * pgoff follows the address. */
 static char *map_aligned_anon(size_t len)
 {
-	size_t span = len + HPAGE_SZ;
+	size_t span = len + HPAGE_SIZE;
 	char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		die("mmap");
-	uintptr_t start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1);
+	uintptr_t start = ((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1);
 	size_t head = start - (uintptr_t)raw;
 	if (head)
 		munmap(raw, head);
@@ -221,7 +221,7 @@ static const char *shm_file; /* --file */
 
 static char *map_aligned_shmem(size_t len)
 {
-	size_t span = len + HPAGE_SZ;
+	size_t span = len + HPAGE_SIZE;
 	int fd = -1, flags = MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED;
 
 	if (shm_file) {
@@ -233,7 +233,7 @@ static char *map_aligned_shmem(size_t len)
 	char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (raw == MAP_FAILED)
 		die("mmap reserve");
-	uintptr_t start = ((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1);
+	uintptr_t start = ((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1);
 	char *buf = mmap((void *)start, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (buf == MAP_FAILED)
 		die("mmap shmem");
@@ -249,7 +249,7 @@ static char *map_aligned_shmem(size_t len)
 
 static void fill_page(char *buf, size_t page)
 {
-	uint64_t *w = (uint64_t *)(buf + page * PAGE_SZ);
+	uint64_t *w = (uint64_t *)(buf + page * PAGE_BYTES);
 	uint64_t first = page * WORDS_PER_PG;
 	for (size_t j = 0; j < WORDS_PER_PG; j++)
 		w[j] = pattern_word(first + j);
@@ -270,7 +270,7 @@ static bool advise_hg = true; /* --advise */
  * its huge pages at fault. */
 static void fill_pages(enum role r, char *buf, size_t len)
 {
-	for (size_t p = 0; p < len / PAGE_SZ; p++)
+	for (size_t p = 0; p < len / PAGE_BYTES; p++)
 		if (page_touched(r, p))
 			fill_page(buf, p);
 }
@@ -295,42 +295,40 @@ static void advise(enum role r, char *buf, size_t len)
 		die("madvise(MADV_HUGEPAGE)");
 }
 
-#define PAGES_PER_BLOCK (HPAGE_SZ / PAGE_SZ)
-
 /* lazymix: whether the page was MADV_FREE'd and never written again. */
 static bool page_clean_lazyfree(enum role r, size_t page)
 {
-	size_t kind = page / PAGES_PER_BLOCK % 4, in = page % PAGES_PER_BLOCK;
+	size_t kind = page / HPAGE_PAGES % 4, in = page % HPAGE_PAGES;
 
-	return r == LAZYMIX && (kind == 0 || (kind == 3 && in >= PAGES_PER_BLOCK * 3 / 4));
+	return r == LAZYMIX && (kind == 0 || (kind == 3 && in >= HPAGE_PAGES * 3 / 4));
 }
 
 /* lazymix: MADV_FREE blocks 4k, 4k+1 and 4k+3, then write 4k+1 and three
  * quarters of 4k+3 again (the same pattern: only the dirty bit changes). */
 static void lazymix(char *buf, size_t len)
 {
-	for (size_t b = 0; b < len / HPAGE_SZ; b++)
-		if (b % 4 != 2 && madvise(buf + b * HPAGE_SZ, HPAGE_SZ, MADV_FREE))
+	for (size_t b = 0; b < len / HPAGE_SIZE; b++)
+		if (b % 4 != 2 && madvise(buf + b * HPAGE_SIZE, HPAGE_SIZE, MADV_FREE))
 			die("madvise(MADV_FREE)");
-	for (size_t p = 0; p < len / PAGE_SZ; p++)
-		if (p / PAGES_PER_BLOCK % 4 != 2 && !page_clean_lazyfree(LAZYMIX, p))
+	for (size_t p = 0; p < len / PAGE_BYTES; p++)
+		if (p / HPAGE_PAGES % 4 != 2 && !page_clean_lazyfree(LAZYMIX, p))
 			fill_page(buf, p);
 }
 
 /* Byte offset of the page's first wrong word, or -1. */
 static long page_mismatch(const char *buf, size_t page)
 {
-	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_SZ);
+	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_BYTES);
 	uint64_t first = page * WORDS_PER_PG;
 	for (size_t j = 0; j < WORDS_PER_PG; j++)
 		if (w[j] != pattern_word(first + j))
-			return (long)(page * PAGE_SZ + j * sizeof(uint64_t));
+			return (long)(page * PAGE_BYTES + j * sizeof(uint64_t));
 	return -1;
 }
 
 static bool page_all_zero(const char *buf, size_t page)
 {
-	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_SZ);
+	const uint64_t *w = (const uint64_t *)(buf + page * PAGE_BYTES);
 	for (size_t j = 0; j < WORDS_PER_PG; j++)
 		if (w[j])
 			return false;
@@ -343,7 +341,7 @@ static bool page_all_zero(const char *buf, size_t page)
  * map the zero page into them and change what a scanner sees). */
 static long verify(enum role r, const char *buf, size_t len)
 {
-	for (size_t p = 0; p < len / PAGE_SZ; p++) {
+	for (size_t p = 0; p < len / PAGE_BYTES; p++) {
 		if (!page_touched(r, p))
 			continue;
 		long off = page_mismatch(buf, p);
@@ -358,13 +356,13 @@ static void touch_or_grow(char *spare)
 {
 	static size_t touched;
 
-	if (touch_requested && spare && touched + TOUCH_BURST <= HPAGE_SZ / PAGE_SZ) {
+	if (touch_requested && spare && touched + TOUCH_BURST <= HPAGE_PAGES) {
 		for (size_t i = 0; i < TOUCH_BURST; i++)
-			spare[touched++ * PAGE_SZ] = 1;
+			spare[touched++ * PAGE_BYTES] = 1;
 		printf("touched\n");
 	}
 	if (grow_requested) {
-		if (mmap(NULL, PAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+		if (mmap(NULL, PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
 			die("mmap grow");
 		printf("grew\n");
 	}
@@ -378,10 +376,10 @@ static void touch_or_grow(char *spare)
 static void access_round(enum role r, char *buf, size_t len)
 {
 	uint64_t sum = 0;
-	for (size_t p = 0; p < len / PAGE_SZ; p++) {
+	for (size_t p = 0; p < len / PAGE_BYTES; p++) {
 		if (!page_touched(r, p))
 			continue;
-		volatile uint64_t *w = (volatile uint64_t *)(buf + p * PAGE_SZ);
+		volatile uint64_t *w = (volatile uint64_t *)(buf + p * PAGE_BYTES);
 		if (r != LAZYFREE && r != SPARSE && !page_clean_lazyfree(r, p))
 			w[0] = pattern_word(p * WORDS_PER_PG);
 		sum += w[WORDS_PER_PG / 2];
@@ -513,21 +511,21 @@ static char *map_matrix(size_t len)
 static int reserve(size_t len)
 {
 	char *raw =
-	    mmap(NULL, len + HPAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	size_t far = (size_t)RESERVE_FAR_MB << 20;
+	    mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t far = (size_t)RESERVE_FAR_MB * MIB_BYTES;
 
 	if (raw == MAP_FAILED)
 		die("mmap(MAP_NORESERVE)");
-	char *buf = (char *)(((uintptr_t)raw + HPAGE_SZ - 1) & ~(uintptr_t)(HPAGE_SZ - 1));
+	char *buf = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 	if (madvise(buf, len, MADV_HUGEPAGE))
 		die("madvise(MADV_HUGEPAGE)");
-	fill(HOT, buf, HPAGE_SZ);
-	if (far + HPAGE_SZ <= len)
-		fill(HOT, buf + far, HPAGE_SZ);
-	if (madvise(buf, 64 * PAGE_SZ, MADV_FREE))
+	fill(HOT, buf, HPAGE_SIZE);
+	if (far + HPAGE_SIZE <= len)
+		fill(HOT, buf + far, HPAGE_SIZE);
+	if (madvise(buf, 64 * PAGE_BYTES, MADV_FREE))
 		die("madvise(MADV_FREE)");
 	printf("ready %ld 0x%" PRIxPTR " %zu\n", (long)getpid(), (uintptr_t)buf, len);
-	if (far + HPAGE_SZ <= len)
+	if (far + HPAGE_SIZE <= len)
 		printf("far 0x%" PRIxPTR "\n", (uintptr_t)(buf + far));
 	fflush(stdout);
 	while (!stop_requested)
@@ -629,8 +627,8 @@ int main(int argc, char **argv)
 	if (!have_role || !mb)
 		usage();
 	/* Round up to whole 2 MiB blocks. */
-	size_t len = ((size_t)mb << 20) + HPAGE_SZ - 1;
-	len &= ~(size_t)(HPAGE_SZ - 1);
+	size_t len = ((size_t)mb * MIB_BYTES) + HPAGE_SIZE - 1;
+	len &= ~(size_t)(HPAGE_SIZE - 1);
 
 	install_handlers();
 	if (r == MATRIX) {
@@ -668,11 +666,11 @@ int main(int argc, char **argv)
 			die("madvise(MADV_HUGEPAGE)");
 	}
 	/* Before the advice: nothing may collapse the block first. */
-	if (r == PARTCOLD && madvise(buf, HPAGE_SZ, MADV_COLD))
+	if (r == PARTCOLD && madvise(buf, HPAGE_SIZE, MADV_COLD))
 		die("madvise(MADV_COLD) of the first block");
 	advise(r, buf, len);
-	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_SZ; p += 2)
-		if (mprotect(buf + p * PAGE_SZ, PAGE_SZ, PROT_READ))
+	for (size_t p = 1; r == MANYVMAS && p < len / PAGE_BYTES; p += 2)
+		if (mprotect(buf + p * PAGE_BYTES, PAGE_BYTES, PROT_READ))
 			die("mprotect (vm.max_map_count?)");
 	set_prctl(prctl_mode);
 	if (r == COLD && madvise(buf, len, MADV_COLD))
@@ -683,7 +681,7 @@ int main(int argc, char **argv)
 	/* Untouched until SIGUSR2: faults there change no existing mapping. */
 	char *spare = NULL;
 	if (r == IDLE) {
-		spare = mmap(NULL, HPAGE_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		spare = mmap(NULL, HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (spare == MAP_FAILED)
 			die("mmap spare");
 	}
@@ -720,7 +718,7 @@ int main(int argc, char **argv)
 		}
 		unmap_requested = 0;
 		if (rewarm_requested && r == PARTCOLD && buf) {
-			for (size_t off = 0; off < HPAGE_SZ; off += PAGE_SZ)
+			for (size_t off = 0; off < HPAGE_SIZE; off += PAGE_BYTES)
 				read_sink += ((volatile uint64_t *)(buf + off))[0];
 			printf("rewarmed\n");
 			fflush(stdout);

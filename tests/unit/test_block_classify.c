@@ -10,6 +10,7 @@
 
 #include "block_classify.h"
 #include "range_scan.h"
+#include "units.h"
 
 #define KPF(bit) (UINT64_C(1) << (bit))
 #define PFN_BASE UINT64_C(0x40000) /* 512-aligned */
@@ -224,7 +225,6 @@ static void test_order(void **state)
 	assert_int_equal(classify_block(&c, true, &lim), SCAN_PMD_MAPPED);
 }
 
-#define MiB     (UINT64_C(1) << 20)
 #define BASE    (UINT64_C(0x7f0000000000))
 #define PRESENT HC_PAGE_IS_PRESENT
 
@@ -233,11 +233,11 @@ static void test_regions_span_blocks(void **state)
 	(void)state;
 	struct block_counts c[4] = {0};
 	const struct hc_page_region r[] = {
-	    /* 1 MiB into block 0 up to 4 KiB into block 2 */
-	    {BASE + 1 * MiB, BASE + 4 * MiB + 4096, PRESENT},
-	    {BASE + 4 * MiB + 4096, BASE + 4 * MiB + 3 * 4096, PRESENT | HC_PAGE_IS_PFNZERO},
-	    {BASE + 5 * MiB, BASE + 6 * MiB + 8192, HC_PAGE_IS_SWAPPED},
-	    {BASE + 7 * MiB, BASE + 8 * MiB, HC_PAGE_IS_HUGE}, /* empty PMD: nothing */
+	    /* 1 MIB_BYTES into block 0 up to 4 KiB into block 2 */
+	    {BASE + 1 * MIB_BYTES, BASE + 4 * MIB_BYTES + 4096, PRESENT},
+	    {BASE + 4 * MIB_BYTES + 4096, BASE + 4 * MIB_BYTES + 3 * 4096, PRESENT | HC_PAGE_IS_PFNZERO},
+	    {BASE + 5 * MIB_BYTES, BASE + 6 * MIB_BYTES + 8192, HC_PAGE_IS_SWAPPED},
+	    {BASE + 7 * MIB_BYTES, BASE + 8 * MIB_BYTES, HC_PAGE_IS_HUGE}, /* empty PMD: nothing */
 	};
 	block_counts_from_regions(r, 4, BASE, 4, c);
 	assert_int_equal(c[0].present, 256);
@@ -257,8 +257,8 @@ static void test_regions_clamped_and_added(void **state)
 	struct block_counts c[2] = {{.present = 3}, {0}};
 	/* Runs reaching outside the range are cut at its edges. */
 	const struct hc_page_region r[] = {
-	    {BASE - 4 * MiB, BASE + 4096, PRESENT},
-	    {BASE + 4 * MiB - 4096, BASE + 10 * MiB, PRESENT},
+	    {BASE - 4 * MIB_BYTES, BASE + 4096, PRESENT},
+	    {BASE + 4 * MIB_BYTES - 4096, BASE + 10 * MIB_BYTES, PRESENT},
 	};
 	block_counts_from_regions(r, 2, BASE, 2, c);
 	assert_int_equal(c[0].present, 4);
@@ -270,7 +270,7 @@ static void test_regions_huge_8g(void **state)
 	(void)state;
 	enum { N = 4096 }; /* 8 GiB in one run */
 	static struct block_counts c[N + 1];
-	const struct hc_page_region r = {BASE, BASE + N * 2 * MiB, PRESENT | HC_PAGE_IS_HUGE};
+	const struct hc_page_region r = {BASE, BASE + N * 2 * MIB_BYTES, PRESENT | HC_PAGE_IS_HUGE};
 	block_counts_from_regions(&r, 1, BASE, N + 1, c);
 	for (unsigned i = 0; i < N; i++) {
 		assert_int_equal(c[i].huge, HPAGE_PAGES);

@@ -10,8 +10,7 @@
 #include <cmocka.h>
 
 #include "block_memo.h"
-
-#define BLK (UINT64_C(2) << 20)
+#include "units.h"
 
 static void assert_sorted(const struct addr_set *s)
 {
@@ -28,26 +27,26 @@ static void test_set_sorted_lookup(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 10; i++)
-		addr_set_add(&s, order[i] * BLK, (uint32_t)order[i], 1.0);
+		addr_set_add(&s, order[i] * HPAGE_SIZE, (uint32_t)order[i], 1.0);
 	assert_int_equal(s.n, 10);
 	assert_sorted(&s);
 	for (uint64_t a = 0; a < 10; a++) {
-		const struct addr_entry *e = addr_set_find(&s, a * BLK);
+		const struct addr_entry *e = addr_set_find(&s, a * HPAGE_SIZE);
 
 		assert_non_null(e);
 		assert_int_equal(e->tag, a);
 	}
-	assert_false(addr_set_has(&s, 10 * BLK));
-	assert_false(addr_set_has(&s, BLK + 1));
+	assert_false(addr_set_has(&s, 10 * HPAGE_SIZE));
+	assert_false(addr_set_has(&s, HPAGE_SIZE + 1));
 	/* Adding again renews: no duplicate, new tag and time. */
-	addr_set_add(&s, 3 * BLK, 99, 2.0);
+	addr_set_add(&s, 3 * HPAGE_SIZE, 99, 2.0);
 	assert_int_equal(s.n, 10);
-	assert_int_equal(addr_set_find(&s, 3 * BLK)->tag, 99);
-	assert_true(addr_set_find(&s, 3 * BLK)->added == 2.0);
-	addr_set_remove(&s, 3 * BLK);
-	addr_set_remove(&s, 42 * BLK); /* absent: nothing */
+	assert_int_equal(addr_set_find(&s, 3 * HPAGE_SIZE)->tag, 99);
+	assert_true(addr_set_find(&s, 3 * HPAGE_SIZE)->added == 2.0);
+	addr_set_remove(&s, 3 * HPAGE_SIZE);
+	addr_set_remove(&s, 42 * HPAGE_SIZE); /* absent: nothing */
 	assert_int_equal(s.n, 9);
-	assert_false(addr_set_has(&s, 3 * BLK));
+	assert_false(addr_set_has(&s, 3 * HPAGE_SIZE));
 	assert_sorted(&s);
 	addr_set_clear(&s);
 	assert_int_equal(s.n, 0);
@@ -63,16 +62,16 @@ static void test_set_bounded_drops_oldest(void **state)
 	(void)state;
 	/* Added in descending address order, each later than the last. */
 	for (uint64_t i = 0; i < ADDR_SET_MAX + 100; i++)
-		addr_set_add(&s, (ADDR_SET_MAX + 100 - i) * BLK, 0, (double)i);
+		addr_set_add(&s, (ADDR_SET_MAX + 100 - i) * HPAGE_SIZE, 0, (double)i);
 	assert_int_equal(s.n, ADDR_SET_MAX);
 	assert_sorted(&s);
 	/* The first 100 added (the highest addresses) are gone. */
 	for (uint64_t i = 0; i < 100; i++)
-		assert_false(addr_set_has(&s, (ADDR_SET_MAX + 100 - i) * BLK));
+		assert_false(addr_set_has(&s, (ADDR_SET_MAX + 100 - i) * HPAGE_SIZE));
 	for (uint64_t i = 100; i < ADDR_SET_MAX + 100; i++)
-		assert_true(addr_set_has(&s, (ADDR_SET_MAX + 100 - i) * BLK));
+		assert_true(addr_set_has(&s, (ADDR_SET_MAX + 100 - i) * HPAGE_SIZE));
 	/* Renewing a member does not drop anything. */
-	addr_set_add(&s, 1 * BLK, 0, 1e6);
+	addr_set_add(&s, 1 * HPAGE_SIZE, 0, 1e6);
 	assert_int_equal(s.n, ADDR_SET_MAX);
 	addr_set_free(&s);
 }
@@ -84,11 +83,11 @@ static void test_set_expire(void **state)
 
 	(void)state;
 	for (uint64_t i = 0; i < 10; i++)
-		addr_set_add(&s, i * BLK, 0, (double)(i % 2 ? 100 : 10));
+		addr_set_add(&s, i * HPAGE_SIZE, 0, (double)(i % 2 ? 100 : 10));
 	addr_set_expire(&s, 50);
 	assert_int_equal(s.n, 5);
 	for (uint64_t i = 0; i < 10; i++)
-		assert_int_equal(addr_set_has(&s, i * BLK), i % 2 == 1);
+		assert_int_equal(addr_set_has(&s, i * HPAGE_SIZE), i % 2 == 1);
 	assert_sorted(&s);
 	addr_set_expire(&s, 1000);
 	assert_int_equal(s.n, 0);
@@ -105,23 +104,23 @@ static void test_memos(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < n; i++)
-		b[i] = (struct block_memo){.addr = (i + 1) * BLK, .vma_tag = 7};
+		b[i] = (struct block_memo){.addr = (i + 1) * HPAGE_SIZE, .vma_tag = 7};
 	b[4].eagain = 3;
-	assert_ptr_equal(block_memo_find(b, n, 3 * BLK), &b[2]);
-	assert_null(block_memo_find(b, n, 9 * BLK));
-	block_memo_drop(b, n, 2 * BLK);
-	block_memo_drop(b, n, 9 * BLK); /* absent: nothing */
-	assert_null(block_memo_find(b, n, 2 * BLK));
+	assert_ptr_equal(block_memo_find(b, n, 3 * HPAGE_SIZE), &b[2]);
+	assert_null(block_memo_find(b, n, 9 * HPAGE_SIZE));
+	block_memo_drop(b, n, 2 * HPAGE_SIZE);
+	block_memo_drop(b, n, 9 * HPAGE_SIZE); /* absent: nothing */
+	assert_null(block_memo_find(b, n, 2 * HPAGE_SIZE));
 	for (uint64_t a = 3; a <= 6; a++)
-		assert_non_null(block_memo_find(b, n, a * BLK));
+		assert_non_null(block_memo_find(b, n, a * HPAGE_SIZE));
 	block_memo_compact(b, &n, &given_up, 2, 5.0);
 	assert_int_equal(n, 4);
-	assert_int_equal(b[0].addr, 1 * BLK);
-	assert_int_equal(b[1].addr, 3 * BLK);
-	assert_int_equal(b[2].addr, 4 * BLK);
-	assert_int_equal(b[3].addr, 6 * BLK);
+	assert_int_equal(b[0].addr, 1 * HPAGE_SIZE);
+	assert_int_equal(b[1].addr, 3 * HPAGE_SIZE);
+	assert_int_equal(b[2].addr, 4 * HPAGE_SIZE);
+	assert_int_equal(b[3].addr, 6 * HPAGE_SIZE);
 	assert_int_equal(given_up.n, 1);
-	assert_int_equal(given_up.v[0].addr, 5 * BLK);
+	assert_int_equal(given_up.v[0].addr, 5 * HPAGE_SIZE);
 	assert_int_equal(given_up.v[0].tag, 7);
 	assert_true(given_up.v[0].added == 5.0);
 	addr_set_free(&given_up);

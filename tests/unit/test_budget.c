@@ -17,9 +17,7 @@
 #include "budget.h"
 #include "config.h"
 #include "selector.h"
-
-#define MIB   (1024.0 * 1024.0)
-#define BLOCK ((double)HPAGE_SIZE)
+#include "units.h"
 
 struct sim {
 	struct config cfg;
@@ -93,7 +91,7 @@ static size_t sim_pass(struct sim *s, double t)
 	n = budget_select(&s->b, &s->cfg, s->work, s->nc, s->st, false);
 	for (size_t i = 0; i < n; i++) {
 		s->per_proc[s->work[i].proc]++;
-		budget_charge(&s->b, &s->cfg, s->st[s->work[i].proc].policy, BLOCK);
+		budget_charge(&s->b, &s->cfg, s->st[s->work[i].proc].policy, HPAGE_SIZE);
 	}
 	return n;
 }
@@ -200,15 +198,15 @@ static void test_burst_after_idle(void **state)
 	assert_int_equal(sim_pass(&s, 1000), 11);
 	assert_int_equal(sim_pass(&s, 1000.5), 5);
 	/* A long interval: the burst is that interval's share, up to 10 s. */
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + HPAGE_SIZE);
 	s.cfg.scan_interval_ms = 5000;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 100 * MIB + BLOCK);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 100 * MIB + HPAGE_SIZE);
 	s.cfg.scan_interval_ms = 60000;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 200 * MIB + BLOCK);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 200 * MIB + HPAGE_SIZE);
 	s.cfg.scan_interval_ms = 0;
-	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + BLOCK);
+	assert_true(budget_burst(&s.cfg, 20 * MIB) == 20 * MIB + HPAGE_SIZE);
 	/* At least one block, so any budget collapses something. */
-	assert_true(budget_burst(&s.cfg, 1 * MIB) == 1 * MIB + BLOCK);
+	assert_true(budget_burst(&s.cfg, 1 * MIB) == 1 * MIB + HPAGE_SIZE);
 	sim_free(&s);
 }
 
@@ -628,7 +626,7 @@ static void test_selector_pass(void **state)
 	assert_cand(&chosen[3], 1, 0x600000, TIER_ACTIVE);
 	/* The dispatcher spent two blocks of the global budget: a second
 	 * selection in the same pass gets what is left, not a new refill. */
-	selector_charge(&sel, &k.cfg, &k.cfg.defaults, 2.0 * 2 * 1024 * 1024);
+	selector_charge(&sel, &k.cfg, &k.cfg.defaults, 2.0 * HPAGE_SIZE);
 	assert_int_equal(selector_order(&sel, &in, NULL, &order, &norder), 0);
 	assert_int_equal(selector_reselect(&sel, &in, order, norder, false, &chosen), 2);
 	assert_int_equal(selector_reselect(&sel, &in, order, norder, true, &chosen), 9); /* unlimited */

@@ -20,8 +20,7 @@
 #include "cold_ranges.h"
 #include "cold_watch.h"
 #include "procfs.h"
-
-#define MB (UINT64_C(1) << 20)
+#include "units.h"
 
 static void test_add_aligns_and_merges(void **state)
 {
@@ -54,14 +53,14 @@ static void test_overlap_counts_pages_and_generations(void **state)
 	uint64_t g;
 
 	(void)state;
-	assert_int_equal(cold_ranges_add(&t, 1, 2 * MB, MB), 0);
+	assert_int_equal(cold_ranges_add(&t, 1, 2 * MIB_BYTES, MIB_BYTES), 0);
 	g = t.gen;
-	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MB, 2 * MB, 0), 256);
-	assert_int_equal(cold_ranges_overlap(&t, 1, 0, 2 * MB, 0), 0);
-	assert_int_equal(cold_ranges_overlap(&t, 2, 2 * MB, 2 * MB, 0), 0);
-	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MB, 2 * MB, g), 0); /* seen at gen g */
-	assert_int_equal(cold_ranges_add(&t, 1, 3 * MB, 4096), 0);          /* widened since */
-	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MB, 2 * MB, g), 257);
+	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MIB_BYTES, 2 * MIB_BYTES, 0), 256);
+	assert_int_equal(cold_ranges_overlap(&t, 1, 0, 2 * MIB_BYTES, 0), 0);
+	assert_int_equal(cold_ranges_overlap(&t, 2, 2 * MIB_BYTES, 2 * MIB_BYTES, 0), 0);
+	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MIB_BYTES, 2 * MIB_BYTES, g), 0); /* seen at gen g */
+	assert_int_equal(cold_ranges_add(&t, 1, 3 * MIB_BYTES, 4096), 0);                 /* widened since */
+	assert_int_equal(cold_ranges_overlap(&t, 1, 2 * MIB_BYTES, 2 * MIB_BYTES, g), 257);
 	/* A range to the top of the address space does not wrap. */
 	assert_int_equal(cold_ranges_add(&t, 3, UINT64_MAX - 4095, 8192), 0);
 	assert_int_equal(t.v[t.n - 1].end, COLD_WHOLE);
@@ -94,13 +93,13 @@ static void test_global_bound_makes_whole(void **state)
 	(void)state;
 	while (t.n < COLD_MAX) {
 		for (unsigned k = 0; k < COLD_PER_PID && t.n < COLD_MAX; k++)
-			assert_int_equal(cold_ranges_add(&t, pid, (uint64_t)k * 4 * MB, 4096), 0);
+			assert_int_equal(cold_ranges_add(&t, pid, (uint64_t)k * 4 * MIB_BYTES, 4096), 0);
 		pid++;
 	}
 	assert_int_equal(cold_ranges_add(&t, pid, 0x40000000, 4096), 0);
 	assert_int_equal(t.n, COLD_MAX + 1); /* one entry for the newcomer */
 	assert_int_equal(t.wholes, 1);
-	assert_int_equal(cold_ranges_overlap(&t, pid, 0x7f0000000000, 2 * MB, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&t, pid, 0x7f0000000000, 2 * MIB_BYTES, 0), 512);
 	/* A process at its own bound merges instead: the table does not grow. */
 	assert_int_equal(cold_ranges_add(&t, 1, 0x50000000, 4096), 0);
 	assert_int_equal(t.n, COLD_MAX + 1);
@@ -108,9 +107,9 @@ static void test_global_bound_makes_whole(void **state)
 	/* A process below its own bound would grow it: all it had becomes one. */
 	cold_ranges_forget(&t, 2);
 	for (unsigned k = 0; k < COLD_PER_PID && t.wholes == 1; k++)
-		assert_int_equal(cold_ranges_add(&t, 2, (uint64_t)k * 4 * MB, 4096), 0);
+		assert_int_equal(cold_ranges_add(&t, 2, (uint64_t)k * 4 * MIB_BYTES, 4096), 0);
 	assert_int_equal(t.wholes, 2); /* COLD_MAX reached again on the way */
-	assert_int_equal(cold_ranges_overlap(&t, 2, 0x7f0000000000, 2 * MB, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&t, 2, 0x7f0000000000, 2 * MIB_BYTES, 0), 512);
 	assert_true(t.n <= COLD_MAX + 1);
 	cold_ranges_free(&t);
 }
@@ -121,11 +120,11 @@ static void test_whole_forget_bind(void **state)
 
 	(void)state;
 	assert_int_equal(cold_ranges_add(&t, 4, 0, 4096), 0);
-	assert_int_equal(cold_ranges_add(&t, 4, 8 * MB, 4096), 0);
+	assert_int_equal(cold_ranges_add(&t, 4, 8 * MIB_BYTES, 4096), 0);
 	assert_int_equal(cold_ranges_whole(&t, 4), 0);
 	assert_int_equal(t.n, 1);
-	assert_int_equal(cold_ranges_overlap(&t, 4, 100 * MB, 2 * MB, 0), 512);
-	assert_int_equal(cold_ranges_add(&t, 4, 8 * MB, 4096), 0); /* whole stays whole */
+	assert_int_equal(cold_ranges_overlap(&t, 4, 100 * MIB_BYTES, 2 * MIB_BYTES, 0), 512);
+	assert_int_equal(cold_ranges_add(&t, 4, 8 * MIB_BYTES, 4096), 0); /* whole stays whole */
 	assert_int_equal(t.n, 1);
 	cold_ranges_bind(&t, 4, 1111);
 	assert_int_equal(t.v[0].start_ticks, 1111);
@@ -154,7 +153,7 @@ static void test_whole_all(void **state)
 	(void)state;
 	assert_int_equal(cold_ranges_add(&t, 1, 0, 4096), 0);
 	assert_int_equal(cold_ranges_add(&t, 5, 0, 4096), 0);
-	assert_int_equal(cold_ranges_add(&t, 5, 8 * MB, 4096), 0);
+	assert_int_equal(cold_ranges_add(&t, 5, 8 * MIB_BYTES, 4096), 0);
 	cold_ranges_bind(&t, 5, 77);
 	assert_int_equal(cold_ranges_add(&t, 7, 0, 4096), 0);
 	assert_int_equal(cold_ranges_whole_all(&t, pid_at, pids, 4), 0);
@@ -166,8 +165,8 @@ static void test_whole_all(void **state)
 	assert_int_equal(t.v[2].start_ticks, 77);
 	assert_int_equal(t.v[3].pid, 7);
 	assert_int_equal(t.v[3].end, 0x1000);
-	assert_int_equal(cold_ranges_overlap(&t, 9, 0x7f0000000000, 2 * MB, 0), 512);
-	assert_int_equal(cold_ranges_overlap(&t, 3, 0, 2 * MB, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&t, 9, 0x7f0000000000, 2 * MIB_BYTES, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&t, 3, 0, 2 * MIB_BYTES, 0), 512);
 	cold_ranges_free(&t);
 }
 
@@ -176,17 +175,17 @@ static void test_whole_all(void **state)
 static void test_settle(void **state)
 {
 	struct cold_ranges t = {0};
-	const uint64_t vs[] = {10 * MB}, ve[] = {20 * MB};
+	const uint64_t vs[] = {10 * MIB_BYTES}, ve[] = {20 * MIB_BYTES};
 	const bool warm[] = {false};
 
 	(void)state;
-	assert_int_equal(cold_ranges_add(&t, 2, 12 * MB, MB), 0);     /* in the cold VMA */
-	assert_int_equal(cold_ranges_add(&t, 2, 30 * MB, MB), 0);     /* elsewhere */
-	assert_int_equal(cold_ranges_add(&t, 2, 19 * MB, 2 * MB), 0); /* across its end */
+	assert_int_equal(cold_ranges_add(&t, 2, 12 * MIB_BYTES, MIB_BYTES), 0);     /* in the cold VMA */
+	assert_int_equal(cold_ranges_add(&t, 2, 30 * MIB_BYTES, MIB_BYTES), 0);     /* elsewhere */
+	assert_int_equal(cold_ranges_add(&t, 2, 19 * MIB_BYTES, 2 * MIB_BYTES), 0); /* across its end */
 	cold_ranges_settle(&t, 2, vs, ve, warm, 1);
 	assert_int_equal(t.n, 2);
-	assert_int_equal(t.v[0].start, 12 * MB);
-	assert_int_equal(t.v[1].start, 19 * MB);
+	assert_int_equal(t.v[0].start, 12 * MIB_BYTES);
+	assert_int_equal(t.v[1].start, 19 * MIB_BYTES);
 	cold_ranges_settle(&t, 2, vs, ve, warm, 0); /* no cold VMA left */
 	assert_int_equal(t.n, 0);
 	cold_ranges_free(&t);
@@ -291,7 +290,7 @@ static void test_parse_ring(void **state)
 	    [COLD_EV_PROCESS_MADVISE] = {.id = 641, .off = {16, 40}, .size = {8, 8}},
 	    [COLD_EV_PRCTL] = {.id = 642, .off = {16}, .size = {8}},
 	};
-	const uint64_t a1[] = {0x7f0000000000, 2 * MB, MADV_COLD};
+	const uint64_t a1[] = {0x7f0000000000, 2 * MIB_BYTES, MADV_COLD};
 	const uint64_t a2[] = {0x1000, 4096, 4};
 	const uint64_t a3[] = {5, 0x7ffd0000, 1, MADV_PAGEOUT, 0};
 	const uint64_t a4[] = {41, 0, 0, 0, 0};
@@ -320,7 +319,7 @@ static void test_parse_ring(void **state)
 	assert_int_equal(s.c[0].pid, 42);
 	assert_int_equal(s.c[0].event, COLD_EV_MADVISE);
 	assert_int_equal(s.c[0].a[0], 0x7f0000000000);
-	assert_int_equal(s.c[0].a[1], 2 * MB);
+	assert_int_equal(s.c[0].a[1], 2 * MIB_BYTES);
 	assert_int_equal(s.c[0].a[2], MADV_COLD);
 	assert_int_equal(s.c[1].pid, 44);
 	assert_int_equal(s.c[1].event, COLD_EV_PROCESS_MADVISE);
@@ -359,17 +358,19 @@ static void test_apply(void **state)
 	fprintf(fp, "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\nPid:\t77\nNSpid:\t77\n");
 	fclose(fp);
 
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 42, .a = {2 * MB, MB, MADV_COLD}}), 0);
-	assert_int_equal(cold_ranges_overlap(&w.ranges, 42, 2 * MB, 2 * MB, 0), 256);
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 42, .a = {8 * MB, MB, 4 /* DONTNEED */}}), 0);
-	assert_int_equal(cold_ranges_overlap(&w.ranges, 42, 8 * MB, 2 * MB, 0), 0);
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 100, .a = {0, MB, MADV_PAGEOUT}}), 0);
+	assert_int_equal(
+	    cold_watch_apply(&w, &(struct cold_call){.pid = 42, .a = {2 * MIB_BYTES, MIB_BYTES, MADV_COLD}}), 0);
+	assert_int_equal(cold_ranges_overlap(&w.ranges, 42, 2 * MIB_BYTES, 2 * MIB_BYTES, 0), 256);
+	assert_int_equal(
+	    cold_watch_apply(&w, &(struct cold_call){.pid = 42, .a = {8 * MIB_BYTES, MIB_BYTES, 4 /* DONTNEED */}}), 0);
+	assert_int_equal(cold_ranges_overlap(&w.ranges, 42, 8 * MIB_BYTES, 2 * MIB_BYTES, 0), 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 100, .a = {0, MIB_BYTES, MADV_PAGEOUT}}), 0);
 	assert_false(cold_ranges_has(&w.ranges, 100));
 	assert_int_equal(
 	    cold_watch_apply(&w,
 			     &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {5, MADV_PAGEOUT}}),
 	    0);
-	assert_int_equal(cold_ranges_overlap(&w.ranges, 77, 0x7f0000000000, 2 * MB, 0), 512);
+	assert_int_equal(cold_ranges_overlap(&w.ranges, 77, 0x7f0000000000, 2 * MIB_BYTES, 0), 512);
 	assert_int_equal(
 	    cold_watch_apply(&w, &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {6, MADV_COLD}}),
 	    1);
@@ -377,12 +378,14 @@ static void test_apply(void **state)
 	assert_int_equal(w.calls, 3);
 	/* An opt-in: news of its caller, neither cold nor counted as a cold
 	 * call; process_madvise() cannot give it (the kernel refuses). */
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {0, 4 * MB, MADV_HUGEPAGE}}), 0);
+	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {0, 4 * MIB_BYTES, MADV_HUGEPAGE}}),
+			 0);
 	assert_int_equal(
 	    cold_watch_apply(&w,
 			     &(struct cold_call){.pid = 44, .event = COLD_EV_PROCESS_MADVISE, .a = {5, MADV_HUGEPAGE}}),
 	    0);
-	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {8 * MB, MB, MADV_HUGEPAGE}}), 0);
+	assert_int_equal(
+	    cold_watch_apply(&w, &(struct cold_call){.pid = 55, .a = {8 * MIB_BYTES, MIB_BYTES, MADV_HUGEPAGE}}), 0);
 	/* A prctl(PR_SET_THP_DISABLE), either way, is news too; another
 	 * prctl option is not. */
 	assert_int_equal(cold_watch_apply(&w, &(struct cold_call){.pid = 66, .event = COLD_EV_PRCTL, .a = {41}}), 0);

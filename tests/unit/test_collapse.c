@@ -15,9 +15,8 @@
 #include <cmocka.h>
 
 #include "collapse.h"
+#include "units.h"
 
-#define MIB        ((uint64_t)1 << 20)
-#define BLOCK      (2 * MIB)
 #define BASE       ((uint64_t)0x7f0000000000)
 #define MAX_BLOCKS 4096
 
@@ -47,7 +46,7 @@ static void fake_reset(void)
 
 static size_t block_index(const void *base)
 {
-	return (size_t)(((uint64_t)(uintptr_t)base - BASE) / BLOCK);
+	return (size_t)(((uint64_t)(uintptr_t)base - BASE) / HPAGE_SIZE);
 }
 
 /* Like vector_madvise(): in order, stop at the first failure, return bytes
@@ -84,7 +83,7 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 		size_t b = block_index(iov[k].iov_base);
 		struct block_script *s = &fk.blocks[b];
 
-		assert_int_equal(iov[k].iov_len, BLOCK);
+		assert_int_equal(iov[k].iov_len, HPAGE_SIZE);
 		assert_true(b < MAX_BLOCKS);
 		fk.attempts[b]++;
 		if (s->err && (s->fail_times == 0 || fk.attempts[b] <= s->fail_times)) {
@@ -106,7 +105,7 @@ static int setup(void **state)
 	(void)state;
 	fake_reset();
 	for (size_t i = 0; i < MAX_BLOCKS; i++)
-		addrs[i] = BASE + i * BLOCK;
+		addrs[i] = BASE + i * HPAGE_SIZE;
 	memset(out, 0xff, sizeof(out));
 	return 0;
 }
@@ -388,9 +387,9 @@ static void test_bogus_returns(void **state)
 {
 	(void)state;
 	static const ssize_t bogus[] = {
-	    (ssize_t)(3 * MIB),          /* not a whole iovec */
-	    (ssize_t)(4 * BLOCK),        /* more than submitted */
-	    (ssize_t)(3 * BLOCK + 4096), /* both */
+	    (ssize_t)(3 * MIB_BYTES),               /* not a whole iovec */
+	    (ssize_t)(4 * HPAGE_SIZE),              /* more than submitted */
+	    (ssize_t)(3 * HPAGE_SIZE + PAGE_BYTES), /* both */
 	};
 	for (size_t b = 0; b < sizeof(bogus) / sizeof(bogus[0]); b++) {
 		setup(NULL);
@@ -409,7 +408,7 @@ static void test_bogus_returns(void **state)
 
 	/* A bogus answer in the second batch keeps what the first achieved. */
 	setup(NULL);
-	fk.bogus = (ssize_t)(3 * MIB);
+	fk.bogus = (ssize_t)(3 * MIB_BYTES);
 	fk.honest_calls = 1;
 	assert_int_equal(run(COLLAPSE_MAX_IOV + 2), COLLAPSE_MAX_IOV);
 	assert_outcomes(0, COLLAPSE_MAX_IOV, COLLAPSE_OK);
@@ -636,10 +635,10 @@ static void test_real_kernel_collapse(void **state)
 	if (geteuid() != 0)
 		skip();
 
-	const size_t len = 4 * MIB;
-	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const size_t len = 4 * MIB_BYTES;
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(raw != MAP_FAILED);
-	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	char *p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 	uint64_t start = (uint64_t)(uintptr_t)p;
 
 	/* Fault it in as 4 KiB pages. No MADV_HUGEPAGE: MADV_COLLAPSE does not
@@ -649,13 +648,13 @@ static void test_real_kernel_collapse(void **state)
 	for (size_t off = 0; off < len; off += 4096)
 		p[off] = (char)(off / 4096 + 1);
 	if (anon_huge_kb(start, start + len) != 0) {
-		munmap(raw, len + BLOCK);
+		munmap(raw, len + HPAGE_SIZE);
 		skip();
 	}
 
 	int pidfd = pidfd_open_pid(getpid());
 	assert_true(pidfd >= 0);
-	uint64_t blocks[2] = {start, start + BLOCK};
+	uint64_t blocks[2] = {start, start + HPAGE_SIZE};
 	uint8_t res[2];
 	size_t n = collapse_blocks(pidfd, blocks, 2, sys_process_madvise, res);
 
@@ -687,7 +686,7 @@ static void test_real_kernel_collapse(void **state)
 	assert_int_equal(anon_huge_kb(start, start + len), 4096);
 	for (size_t off = 0; off < len; off += 4096)
 		assert_int_equal(p[off], (char)(off / 4096 + 1));
-	munmap(raw, len + BLOCK);
+	munmap(raw, len + HPAGE_SIZE);
 }
 
 int main(void)

@@ -27,9 +27,9 @@
 #include "procs.h"
 #include "smaps_scan.h"
 #include "smaps_usage.h"
+#include "units.h"
 
-#define FIX  HC_FIXTURES "/cgroup"
-#define MIB2 (UINT64_C(2) << 20)
+#define FIX HC_FIXTURES "/cgroup"
 
 static int stat_file(const char *path, struct thp_usage *u)
 {
@@ -169,7 +169,7 @@ static void test_refresh_live(void **state)
 	struct proc_sample self;
 	struct vma_list l;
 	char *buf = NULL, path[64];
-	size_t cap = 0, len = 8u << 20;
+	size_t cap = 0, len = 8 * MIB_BYTES;
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int dirfd;
 
@@ -219,10 +219,10 @@ static void fill(void)
 		st[i].pid = 100 + i;
 		st[i].scanned = true;
 		st[i].cgroup = (char *)cgs[i];
-		st[i].usage.anon = anon[i] * MIB2;
+		st[i].usage.anon = anon[i] * HPAGE_SIZE;
 		snprintf(st[i].prev.comm, sizeof(st[i].prev.comm), "p%d", i);
 	}
-	st[0].usage.anon_huge = 5 * MIB2;
+	st[0].usage.anon_huge = 5 * HPAGE_SIZE;
 	st[1].blocks = memos;
 	st[1].nblocks = 3;
 	st[1].results[SCAN_COLD] = 4;
@@ -230,7 +230,7 @@ static void fill(void)
 	st[1].results[SCAN_PMD_MAPPED] = 9;
 	st[3].blocks = memos;
 	st[3].nblocks = 1;
-	cgb[0] = (struct cgroup_bytes){.cgroup = "/web/worker", .bytes = 7 * MIB2};
+	cgb[0] = (struct cgroup_bytes){.cgroup = "/web/worker", .bytes = 7 * HPAGE_SIZE};
 	memset(&eng, 0, sizeof(eng));
 	eng.cfg = &cfg;
 	eng.view.procs = st;
@@ -269,13 +269,13 @@ static void test_build_groups(void **state)
 	assert_non_null(web);
 	assert_true(web->policy);
 	assert_int_equal(web->target_pct, 80);
-	assert_int_equal(web->usage.anon, 30 * MIB2);
-	assert_int_equal(web->usage.anon_huge, 5 * MIB2);
-	assert_int_equal(web->pending, 3 * MIB2);
-	assert_int_equal(web->skipped[SCAN_COLD], 4 * MIB2);
+	assert_int_equal(web->usage.anon, 30 * HPAGE_SIZE);
+	assert_int_equal(web->usage.anon_huge, 5 * HPAGE_SIZE);
+	assert_int_equal(web->pending, 3 * HPAGE_SIZE);
+	assert_int_equal(web->skipped[SCAN_COLD], 4 * HPAGE_SIZE);
 	assert_int_equal(web->skipped[SCAN_CANDIDATE], 0);
 	assert_int_equal(web->skipped[SCAN_PMD_MAPPED], 0);
-	assert_int_equal(web->collapsed, 7 * MIB2);
+	assert_int_equal(web->collapsed, 7 * HPAGE_SIZE);
 	assert_int_equal(web->processes, 2);
 	assert_ptr_equal(&c.cg[0], web); /* policy groups first */
 	big = find(&c, "/big");
@@ -283,18 +283,18 @@ static void test_build_groups(void **state)
 	assert_false(big->policy);
 	a = find(&c, "/a\xef\xbf\xbd");
 	assert_non_null(a);
-	assert_int_equal(a->usage.anon, 11 * MIB2);
+	assert_int_equal(a->usage.anon, 11 * HPAGE_SIZE);
 	assert_int_equal(a->processes, 2);
 	other = find(&c, "other");
 	assert_non_null(other);
-	assert_int_equal(other->usage.anon, 1 * MIB2);
-	assert_int_equal(other->pending, MIB2);
+	assert_int_equal(other->usage.anon, 1 * HPAGE_SIZE);
+	assert_int_equal(other->pending, HPAGE_SIZE);
 	/* Top processes by pending: pid 101 (3 blocks), then 103 (1). */
 	assert_int_equal(c.ntop, 2);
 	assert_int_equal(c.top[0].pid, 101);
 	/* Labelled by the group they count for, bounded like the groups. */
 	assert_string_equal(c.top[0].cgroup, "/web");
-	assert_int_equal(c.top[0].pending, 3 * MIB2);
+	assert_int_equal(c.top[0].pending, 3 * HPAGE_SIZE);
 	assert_int_equal(c.top[1].pid, 103);
 	assert_string_equal(c.top[1].cgroup, "other"); /* /small is in other */
 	coverage_free(&c);
@@ -302,7 +302,7 @@ static void test_build_groups(void **state)
 	/* top_n 0: the policy group and everything else in "other". */
 	assert_int_equal(coverage_build(&eng, 0, NULL, &c), 0);
 	assert_int_equal(c.ncg, 2);
-	assert_int_equal(find(&c, "other")->usage.anon, (100 + 1 + 5 + 6) * MIB2);
+	assert_int_equal(find(&c, "other")->usage.anon, (100 + 1 + 5 + 6) * HPAGE_SIZE);
 	coverage_free(&c);
 	done();
 }
@@ -385,12 +385,12 @@ static void test_memcg_held_not_pending(void **state)
 	assert_int_equal(coverage_build(&eng, 2, NULL, &c), 0);
 	web = find(&c, "/web");
 	assert_non_null(web);
-	assert_int_equal(web->pending, 1 * MIB2);
-	assert_int_equal(web->skipped[SCAN_MEMCG_LIMIT], 2 * MIB2);
+	assert_int_equal(web->pending, 1 * HPAGE_SIZE);
+	assert_int_equal(web->skipped[SCAN_MEMCG_LIMIT], 2 * HPAGE_SIZE);
 	assert_int_equal(find(&c, "other")->pending, 0);
 	assert_int_equal(c.ntop, 1);
 	assert_int_equal(c.top[0].pid, 101);
-	assert_int_equal(c.top[0].pending, 1 * MIB2);
+	assert_int_equal(c.top[0].pending, 1 * HPAGE_SIZE);
 	coverage_free(&c);
 	done();
 }
@@ -411,7 +411,7 @@ static void test_build_stable(void **state)
 	assert_null(find(&c, "/small"));
 	coverage_free(&c);
 	/* /small grows past "/a?" (11) but not twice: nothing changes. */
-	st[3].usage.anon = 20 * MIB2;
+	st[3].usage.anon = 20 * HPAGE_SIZE;
 	assert_int_equal(coverage_build(&eng, 2, &keep, &c), 0);
 	assert_non_null(find(&c, "/a\xef\xbf\xbd"));
 	assert_null(find(&c, "/small"));
@@ -422,7 +422,7 @@ static void test_build_stable(void **state)
 	assert_null(find(&c, "/a\xef\xbf\xbd"));
 	coverage_free(&c);
 	/* Twice as large and more: it takes the smallest member's place. */
-	st[3].usage.anon = 23 * MIB2;
+	st[3].usage.anon = 23 * HPAGE_SIZE;
 	assert_int_equal(coverage_build(&eng, 2, &keep, &c), 0);
 	assert_non_null(find(&c, "/small"));
 	assert_non_null(find(&c, "/big"));

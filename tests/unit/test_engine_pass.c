@@ -30,9 +30,8 @@
 #include "dispatch.h"
 #include "engine.h"
 #include "rescan.h"
+#include "units.h"
 
-#define PAGE     4096u
-#define BLOCK    (2u << 20)
 #define NBLOCKS  4
 #define T0       1000.0
 #define BACKOFF  5000 /* ms */
@@ -60,16 +59,16 @@ struct child {
 
 static int map_separate(void)
 {
-	size_t len = (2 * SEPARATE_VMAS + 1) * (size_t)BLOCK;
-	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = (2 * SEPARATE_VMAS + 1) * HPAGE_SIZE;
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (raw == MAP_FAILED)
 		return -1;
-	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	char *p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 	for (size_t k = 0; k < SEPARATE_VMAS; k++) {
-		for (size_t off = 0; off < BLOCK; off += PAGE)
-			p[2 * k * BLOCK + off] = 1;
-		if (mprotect(p + (2 * k + 1) * BLOCK, BLOCK, PROT_NONE))
+		for (size_t off = 0; off < HPAGE_SIZE; off += PAGE_BYTES)
+			p[2 * k * HPAGE_SIZE + off] = 1;
+		if (mprotect(p + (2 * k + 1) * HPAGE_SIZE, HPAGE_SIZE, PROT_NONE))
 			return -1;
 	}
 	return 0;
@@ -77,20 +76,20 @@ static int map_separate(void)
 
 static int populate_more(void)
 {
-	size_t len = 8u << 20;
-	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = 8 * MIB_BYTES;
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (raw == MAP_FAILED)
 		return -1;
-	char *p = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
+	char *p = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 	return madvise(p, len, MADV_POPULATE_WRITE);
 }
 
 static void child_main(int cmd, int ack)
 {
-	size_t len = NBLOCKS * BLOCK, touched = 0;
-	char *raw = mmap(NULL, len + BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *spare = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = NBLOCKS * HPAGE_SIZE, touched = 0;
+	char *raw = mmap(NULL, len + HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *spare = mmap(NULL, HPAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	cpu_set_t one_cpu;
 	char c;
 
@@ -102,23 +101,24 @@ static void child_main(int cmd, int ack)
 	CPU_SET(sched_getcpu(), &one_cpu);
 	if (sched_setaffinity(0, sizeof(one_cpu), &one_cpu))
 		_exit(2);
-	char *buf = (char *)(((uintptr_t)raw + BLOCK - 1) & ~(uintptr_t)(BLOCK - 1));
-	for (size_t off = 0; off < len; off += PAGE)
+	char *buf = (char *)(((uintptr_t)raw + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
+	for (size_t off = 0; off < len; off += PAGE_BYTES)
 		buf[off] = 1;
 	/* Both advices once now, on the untouched spare mapping: the first call
 	 * faults (lazy binding writes the GOT, copy-on-write after fork(); a
 	 * sanitizer runtime maps pages), which would make 'c' and 'l' change
 	 * the counters the engine watches after all. child_start() sends a
 	 * no-op command for the same reason. */
-	if (madvise(spare, BLOCK, MADV_COLD) < 0 || madvise(spare, BLOCK, MADV_FREE) < 0)
+	if (madvise(spare, HPAGE_SIZE, MADV_COLD) < 0 || madvise(spare, HPAGE_SIZE, MADV_FREE) < 0)
 		_exit(2);
 	uint64_t base = (uintptr_t)buf;
 	if (write(ack, &base, sizeof(base)) != sizeof(base))
 		_exit(2);
 	while (read(cmd, &c, 1) == 1) {
 		if (c == 'f')
-			spare[touched++ * PAGE] = 1;
-		else if (c == 'm' && mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			spare[touched++ * PAGE_BYTES] = 1;
+		else if (c == 'm' &&
+			 mmap(NULL, PAGE_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
 			_exit(2);
 		else if (c == 'c' && madvise(buf, len, MADV_COLD))
 			_exit(2);
@@ -134,22 +134,22 @@ static void child_main(int cmd, int ack)
 			_exit(2);
 		else if (c == 'P' && populate_more() < 0)
 			_exit(2);
-		else if (c == 'r' && mprotect(buf + len - BLOCK, BLOCK, PROT_READ))
+		else if (c == 'r' && mprotect(buf + len - HPAGE_SIZE, HPAGE_SIZE, PROT_READ))
 			_exit(2);
 		else if (c == 'v' && map_separate() < 0)
 			_exit(2);
-		else if (c == 'C' && madvise(buf, BLOCK, MADV_COLD))
+		else if (c == 'C' && madvise(buf, HPAGE_SIZE, MADV_COLD))
 			_exit(2);
 		else if (c == 'd' && madvise(buf, len, MADV_DONTNEED))
 			_exit(2);
 		/* 't': read the first block again (sets the referenced bits it
 		 * lost to 'C'; present pages, so no fault, no counter moves). */
-		for (size_t off = 0; c == 't' && off < BLOCK; off += PAGE)
+		for (size_t off = 0; c == 't' && off < HPAGE_SIZE; off += PAGE_BYTES)
 			if (((volatile char *)buf)[off] > 1)
 				_exit(2);
 		/* Read it back: referenced again, still lazy-free (not written).
 		 * Each page holds 1, or 0 if reclaim already dropped it. */
-		for (size_t off = 0; c == 'l' && off < len; off += PAGE)
+		for (size_t off = 0; c == 'l' && off < len; off += PAGE_BYTES)
 			if (((volatile char *)buf)[off] > 1)
 				_exit(2);
 		if (write(ack, &c, 1) != 1)
@@ -455,7 +455,7 @@ static void pass_at(struct fixture *f, double at_s)
 
 static uint64_t block(const struct fixture *f, unsigned i)
 {
-	return f->ch.base + (uint64_t)i * BLOCK;
+	return f->ch.base + (uint64_t)i * HPAGE_SIZE;
 }
 
 /* The first pass scans the child and finds its blocks (and only those:
@@ -485,7 +485,7 @@ static void test_dry_run_counts_would_collapse(void **state)
 	assert_int_equal(fk.calls, 0);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 0);
 	assert_true(f->e.selector.ncands > 0);
-	assert_int_equal(f->ps.would_collapse_bytes, (uint64_t)f->e.selector.ncands * BLOCK);
+	assert_int_equal(f->ps.would_collapse_bytes, (uint64_t)f->e.selector.ncands * HPAGE_SIZE);
 	assert_int_equal(f->ps.procs_would_collapse, 1);
 	assert_int_equal(f->e.last.would_collapse_bytes, f->ps.would_collapse_bytes);
 	/* Nothing was collapsed, so the next dry run finds the same. */
@@ -544,7 +544,7 @@ static void test_enomem_backs_off(void **state)
 	assert_false(f->ps.backing_off);
 	assert_true(fk.calls > calls);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
-	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * BLOCK);
+	assert_int_equal(f->ps.collapsed_bytes, (uint64_t)NBLOCKS * HPAGE_SIZE);
 }
 
 /* Issue 16, defect 3: process A never gets a huge page (bound to a full
@@ -561,7 +561,7 @@ static void test_enomem_one_process_not_everyone(void **state)
 	double t = 0, bound = BACKOFF / 1000.0 * (1u << ENOMEM_BACKOFF_MAX_SHIFT);
 	unsigned a_tries;
 
-	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	f->cfg.defaults.budget_mb_per_s = HPAGE_SIZE / MIB_BYTES; /* one block per 1 s pass */
 	f->cfg.defaults.max_wait_s = 1;
 	fk.enomem_pid = f->ch.pid;
 	fk.counted_pid[0] = f->ch.pid;
@@ -898,7 +898,7 @@ static void check_stale(struct fixture *f, char advice, enum scan_result now_is)
 {
 	unsigned calls;
 
-	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
+	f->cfg.defaults.budget_mb_per_s = HPAGE_SIZE / MIB_BYTES; /* one block per 1 s pass */
 	first_pass(f);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 1);
 	assert_int_equal(f->e.pending, NBLOCKS - 1);
@@ -1074,7 +1074,7 @@ static void test_recheck_out_of_time_not_collapsed(void **state)
 	struct fixture *f = *state;
 	const struct proc_state *s;
 
-	f->cfg.defaults.budget_mb_per_s = 2 * (BLOCK >> 20); /* two blocks per 1 s pass */
+	f->cfg.defaults.budget_mb_per_s = 2 * (HPAGE_SIZE / MIB_BYTES); /* two blocks per 1 s pass */
 	first_pass(f);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 2);
 	assert_int_equal(f->e.pending, NBLOCKS - 2);
@@ -1101,7 +1101,7 @@ static void test_recheck_out_of_time_keeps_rotation(void **state)
 	struct fixture *f = *state;
 	const struct proc_state *s;
 
-	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass: three wait */
+	f->cfg.defaults.budget_mb_per_s = HPAGE_SIZE / MIB_BYTES; /* one block per 1 s pass: three wait */
 	first_pass(f);
 	assert_int_equal(f->e.pending, NBLOCKS - 1);
 	work_engine = &f->e;
@@ -1122,8 +1122,8 @@ static void test_stale_budget_goes_to_next(void **state)
 	struct child other;
 	pid_t pids[2];
 
-	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20; /* one block per 1 s pass */
-	f->cfg.defaults.max_wait_s = 1;                /* the first child's blocks age, so go first */
+	f->cfg.defaults.budget_mb_per_s = HPAGE_SIZE / MIB_BYTES; /* one block per 1 s pass */
+	f->cfg.defaults.max_wait_s = 1;                           /* the first child's blocks age, so go first */
 	first_pass(f);
 	assert_int_equal(f->e.pending, NBLOCKS - 1);
 	child_do(&f->ch, 'c');
@@ -1216,7 +1216,7 @@ static void test_still_hot_collapsed_after_rescan(void **state)
 {
 	struct fixture *f = *state;
 
-	f->cfg.defaults.budget_mb_per_s = BLOCK >> 20;
+	f->cfg.defaults.budget_mb_per_s = HPAGE_SIZE / MIB_BYTES;
 	first_pass(f);
 	pass_at(f, 1);
 	assert_int_equal(f->ps.procs_scanned, 1);
@@ -1268,7 +1268,7 @@ static void test_cold_range_inside_hot_vma(void **state)
 	struct fixture *f = *state;
 
 	child_do(&f->ch, 'C');
-	assert_int_equal(cold_ranges_add(&f->e.cold.ranges, f->ch.pid, block(f, 0), BLOCK), 0);
+	assert_int_equal(cold_ranges_add(&f->e.cold.ranges, f->ch.pid, block(f, 0), HPAGE_SIZE), 0);
 	pass_at(f, 0);
 	assert_int_equal(f->ps.procs_scanned, 1);
 	assert_int_equal(f->ps.results[SCAN_LACK_REFERENCED_PAGE], 1);
@@ -1297,7 +1297,7 @@ static void test_cold_range_referenced_is_warm(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(cold_ranges_add(&f->e.cold.ranges, f->ch.pid, block(f, 0), BLOCK), 0);
+	assert_int_equal(cold_ranges_add(&f->e.cold.ranges, f->ch.pid, block(f, 0), HPAGE_SIZE), 0);
 	first_pass(f);
 	assert_int_equal(f->ps.results[SCAN_LACK_REFERENCED_PAGE], 0);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], NBLOCKS);
@@ -1313,9 +1313,9 @@ static ssize_t fake_madvise_then_cold(int pidfd, const struct iovec *iov, size_t
 	int err = errno;
 
 	if (fk.calls == 1)
-		assert_int_equal(
-		    cold_ranges_add(&cold_fixture->e.cold.ranges, cold_fixture->ch.pid, block(cold_fixture, 1), BLOCK),
-		    0);
+		assert_int_equal(cold_ranges_add(&cold_fixture->e.cold.ranges, cold_fixture->ch.pid,
+						 block(cold_fixture, 1), HPAGE_SIZE),
+				 0);
 	errno = err;
 	return r;
 }

@@ -39,10 +39,8 @@
 #include "config.h"
 #include "engine.h"
 #include "memcg_gate.h"
+#include "units.h"
 
-#define PAGE     4096u
-#define BLOCK    (2u << 20)
-#define PAGES    512u
 #define T0       1000.0
 #define BACKOFF  5000 /* ms */
 #define MAX_VMAS 3
@@ -112,7 +110,7 @@ static void write_stat(const struct fproc *p)
 	char buf[1024];
 
 	for (size_t i = 0; i < p->nv; i++)
-		pages += (uint64_t)p->v[i].nblocks * PAGES;
+		pages += (uint64_t)p->v[i].nblocks * HPAGE_PAGES;
 	/* As the kernel prints it: minflt is field 10, utime 14, starttime
 	 * 22, vsize 23, rss 24 (pages). */
 	snprintf(buf, sizeof(buf),
@@ -121,7 +119,7 @@ static void write_stat(const struct fproc *p)
 		 "0 94000000200000 94000000300000 94000000400000 140000000001000 140000000002000 140000000002000 "
 		 "140000000003000 0\n",
 		 (int)p->pid, (int)p->pid, (int)p->pid, (unsigned long long)p->minflt, (unsigned long long)p->ticks,
-		 (int)(p->pid % 1000) * 10, (unsigned long long)pages * PAGE, (unsigned long long)pages);
+		 (int)(p->pid % 1000) * 10, (unsigned long long)pages * PAGE_BYTES, (unsigned long long)pages);
 	write_text(p->pid, "stat", buf);
 }
 
@@ -132,19 +130,19 @@ static void write_smaps(const struct fproc *p)
 
 	for (size_t i = 0; i < p->nv; i++) {
 		const struct fvma *v = &p->v[i];
-		uint64_t kb = (uint64_t)v->nblocks * (BLOCK / 1024);
+		uint64_t kb = (uint64_t)v->nblocks * (HPAGE_SIZE / 1024);
 		unsigned huge = (unsigned)__builtin_popcount(v->huge);
 
 		off += (size_t)snprintf(buf + off, sizeof(buf) - off,
 					"%llx-%llx rw-p 00000000 00:00 0 \n"
 					"Size: %llu kB\nKernelPageSize: 4 kB\nMMUPageSize: 4 kB\nRss: %llu kB\n"
 					"Pss: %llu kB\nReferenced: %llu kB\nAnonymous: %llu kB\nLazyFree: 0 kB\n"
-					"AnonHugePages: %u kB\nShmemPmdMapped: 0 kB\nFilePmdMapped: 0 kB\n"
+					"AnonHugePages: %llu kB\nShmemPmdMapped: 0 kB\nFilePmdMapped: 0 kB\n"
 					"Swap: 0 kB\nSwapPss: 0 kB\nLocked: 0 kB\nTHPeligible: %d\nVmFlags: %s \n",
 					(unsigned long long)v->start, (unsigned long long)(v->start + kb * 1024),
 					(unsigned long long)kb, (unsigned long long)kb, (unsigned long long)kb,
-					(unsigned long long)kb, (unsigned long long)kb, huge * (BLOCK / 1024),
-					v->eligible ? 1 : 0, v->flags);
+					(unsigned long long)kb, (unsigned long long)kb,
+					(unsigned long long)huge * (HPAGE_SIZE / 1024), v->eligible ? 1 : 0, v->flags);
 		assert_true(off < sizeof(buf));
 	}
 	write_text(p->pid, "smaps", buf);
@@ -155,7 +153,7 @@ static void write_smaps(const struct fproc *p)
  * kpageflags; a block of small pages has them scattered. */
 static void write_pages(const struct fproc *p)
 {
-	uint64_t pm[PAGES], kpf[PAGES];
+	uint64_t pm[HPAGE_PAGES], kpf[HPAGE_PAGES];
 	char path[128];
 	int pmfd, kfd;
 	unsigned b = p->first_block;
@@ -168,19 +166,20 @@ static void write_pages(const struct fproc *p)
 	assert_true(kfd >= 0);
 	for (size_t i = 0; i < p->nv; i++)
 		for (unsigned k = 0; k < p->v[i].nblocks; k++, b++) {
-			const uint64_t pfn0 = (uint64_t)(b + 1) * PAGES;
+			const uint64_t pfn0 = (uint64_t)(b + 1) * HPAGE_PAGES;
 			bool huge = p->v[i].huge & (1u << k);
 
-			for (unsigned j = 0; j < PAGES; j++) {
-				pm[j] = PM_PRESENT | PM_MMAP_EXCLUSIVE | (pfn0 + (huge ? j : j * 5 % PAGES));
+			for (unsigned j = 0; j < HPAGE_PAGES; j++) {
+				pm[j] = PM_PRESENT | PM_MMAP_EXCLUSIVE | (pfn0 + (huge ? j : j * 5 % HPAGE_PAGES));
 				kpf[j] = UINT64_C(1) << KPF_ANON | UINT64_C(1) << KPF_SWAPBACKED;
 				if (huge)
 					kpf[j] |= UINT64_C(1) << KPF_THP | UINT64_C(1)
 									       << (j ? 16 /* KPF_COMPOUND_TAIL */
 										     : KPF_COMPOUND_HEAD);
 			}
-			uint64_t addr = p->v[i].start + (uint64_t)k * BLOCK;
-			assert_int_equal(pwrite(pmfd, pm, sizeof(pm), (off_t)(addr / PAGE * 8)), (ssize_t)sizeof(pm));
+			uint64_t addr = p->v[i].start + (uint64_t)k * HPAGE_SIZE;
+			assert_int_equal(pwrite(pmfd, pm, sizeof(pm), (off_t)(addr / PAGE_BYTES * 8)),
+					 (ssize_t)sizeof(pm));
 			assert_int_equal(pwrite(kfd, kpf, sizeof(kpf), (off_t)(pfn0 * 8)), (ssize_t)sizeof(kpf));
 		}
 	close(pmfd);
@@ -330,8 +329,8 @@ static struct fvma *vma_of(struct fproc *p, uint64_t addr, unsigned *block)
 	for (size_t i = 0; i < p->nv; i++) {
 		struct fvma *v = &p->v[i];
 
-		if (addr >= v->start && addr < v->start + (uint64_t)v->nblocks * BLOCK) {
-			*block = (unsigned)((addr - v->start) / BLOCK);
+		if (addr >= v->start && addr < v->start + (uint64_t)v->nblocks * HPAGE_SIZE) {
+			*block = (unsigned)((addr - v->start) / HPAGE_SIZE);
 			return v;
 		}
 	}
@@ -358,7 +357,7 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 		struct fvma *v = vma_of(p, addr, &b);
 
 		assert_non_null(v);
-		assert_int_equal(iov[i].iov_len, BLOCK);
+		assert_int_equal(iov[i].iov_len, HPAGE_SIZE);
 		if (c->n < MAX_CALL)
 			c->addr[c->n++] = addr;
 		if (strstr(v->flags, "nh") || !v->eligible)
@@ -372,7 +371,7 @@ static ssize_t fake_madvise(int pidfd, const struct iovec *iov, size_t vlen, int
 			return -1;
 		}
 		v->huge |= 1u << b;
-		done += BLOCK;
+		done += HPAGE_SIZE;
 	}
 	write_smaps(p);
 	write_pages(p);
@@ -556,12 +555,12 @@ static void test_passes(void **state)
 	assert_int_equal(calls[0].pid, HOT);
 	assert_int_equal(calls[0].n, 3);
 	for (unsigned i = 0; i < 3; i++)
-		assert_int_equal(calls[0].addr[i], 0x40000000 + (uint64_t)i * BLOCK);
+		assert_int_equal(calls[0].addr[i], 0x40000000 + (uint64_t)i * HPAGE_SIZE);
 	assert_int_equal(calls[1].pid, WARM);
 	assert_int_equal(calls[1].n, 1);
 	assert_int_equal(calls[1].addr[0], 0x40000000);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 4);
-	assert_int_equal(f->ps.collapsed_bytes, 4 * (uint64_t)BLOCK);
+	assert_int_equal(f->ps.collapsed_bytes, 4 * HPAGE_SIZE);
 	assert_int_equal(state_of(f, HOT)->nblocks, 0);
 	assert_int_equal(state_of(f, WARM)->nblocks, 2);
 
@@ -579,7 +578,7 @@ static void test_passes(void **state)
 	assert_int_equal(ncalls, 3);
 	assert_int_equal(calls[2].pid, WARM);
 	assert_int_equal(calls[2].n, 2);
-	assert_int_equal(calls[2].addr[0], 0x40000000 + (uint64_t)BLOCK);
+	assert_int_equal(calls[2].addr[0], 0x40000000 + HPAGE_SIZE);
 	assert_int_equal(f->ps.outcomes[COLLAPSE_OK], 2);
 
 	/* Everything collapsed, and no counter moved: no process is read

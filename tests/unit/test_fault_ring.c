@@ -19,6 +19,7 @@
 
 #include "fault_doorbell.h"
 #include "fault_ring.h"
+#include "units.h"
 
 #define RING 256
 
@@ -186,7 +187,7 @@ static void test_real_doorbell_names_us(void **state)
 {
 	struct fault_doorbell d;
 	struct fault_pids p = {0};
-	size_t len = 16u << 20;
+	size_t len = 16 * MIB_BYTES;
 	char *buf;
 	int r;
 

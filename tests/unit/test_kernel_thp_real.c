@@ -30,12 +30,11 @@
 #include "procfs.h"
 #include "procs.h"
 #include "smaps_scan.h"
+#include "units.h"
 
 #ifndef PR_THP_DISABLE_EXCEPT_ADVISED
 #define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
 #endif
-
-#define SZ_MIB (UINT64_C(1) << 20)
 
 static char big[1 << 20];
 
@@ -71,16 +70,16 @@ static int eligible_at(uint64_t addr)
  * advice; its PROT_EXEC keeps it from merging with its neighbours. */
 static uint64_t map_vma(int advice)
 {
-	char *p = mmap(NULL, 6 * SZ_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *p = mmap(NULL, 6 * MIB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uint64_t a;
 
 	if (p == MAP_FAILED)
 		return 0;
-	a = ((uint64_t)(uintptr_t)p + 2 * SZ_MIB - 1) & ~(2 * SZ_MIB - 1);
+	a = ((uint64_t)(uintptr_t)p + HPAGE_SIZE - 1) & ~(HPAGE_SIZE - 1);
 	if ((a != (uint64_t)(uintptr_t)p && munmap(p, (size_t)(a - (uint64_t)(uintptr_t)p))) ||
-	    munmap((char *)(uintptr_t)(a + 2 * SZ_MIB),
-		   (size_t)((uint64_t)(uintptr_t)p + 6 * SZ_MIB - a - 2 * SZ_MIB)) ||
-	    (advice >= 0 && madvise((void *)(uintptr_t)a, 2 * SZ_MIB, advice)))
+	    munmap((char *)(uintptr_t)(a + HPAGE_SIZE),
+		   (size_t)((uint64_t)(uintptr_t)p + 6 * MIB_BYTES - a - HPAGE_SIZE)) ||
+	    (advice >= 0 && madvise((void *)(uintptr_t)a, HPAGE_SIZE, advice)))
 		return 0;
 	return a;
 }

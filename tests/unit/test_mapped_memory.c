@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "mapped_memory.h"
+#include "units.h"
 
 #define FIXTURES HC_FIXTURES "/meminfo"
 
@@ -113,7 +114,7 @@ static int cmp_i64(const void *a, const void *b)
 static void test_live_populate_moves_total(void **state)
 {
 	enum { TRIALS = 7 };
-	const size_t len = 64u << 20;
+	const size_t len = 64 * MIB_BYTES;
 	int64_t delta[TRIALS];
 	uint64_t before, after;
 

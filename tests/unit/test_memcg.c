@@ -18,10 +18,10 @@
 
 #include "memcg.h"
 #include "procs.h"
+#include "units.h"
 
 #define FIX     HC_FIXTURES
 #define HOSTILE FIX "/memcg_hostile"
-#define MIB     (UINT64_C(1) << 20)
 
 static char buf[8192];
 
@@ -306,21 +306,21 @@ static void test_cgroup_v1_line(void **state)
 /* The scenario: 4 MiB of room, blocks 3/4 populated. */
 static void test_take(void **state)
 {
-	uint64_t room = 4 * MIB, headroom = memcg_headroom_bytes(0, 2);
+	uint64_t room = 4 * MIB_BYTES, headroom = memcg_headroom_bytes(0, 2);
 	unsigned n = 0;
 
 	(void)state;
 	assert_true(headroom == 2 * 64 * 4096);
-	assert_true(memcg_headroom_bytes(2, 1) == 2 * MIB + 64 * 4096);
+	assert_true(memcg_headroom_bytes(2, 1) == 2 * MIB_BYTES + 64 * 4096);
 	while (memcg_take(&room, headroom, 384))
 		n++;
 	assert_int_equal(n, 4); /* 4, 3.5, 3, 2.5 MiB left before each: 2.5 >= 2 + 0.5 */
-	assert_true(room == 2 * MIB);
+	assert_true(room == 2 * MIB_BYTES);
 	/* A full block keeps nothing, but its 2 MiB peak must still fit. */
-	room = 2 * MIB + headroom;
+	room = 2 * MIB_BYTES + headroom;
 	assert_true(memcg_take(&room, headroom, 512));
-	assert_true(room == 2 * MIB + headroom);
-	room = 2 * MIB + headroom - 1;
+	assert_true(room == 2 * MIB_BYTES + headroom);
+	room = 2 * MIB_BYTES + headroom - 1;
 	assert_false(memcg_take(&room, headroom, 512));
 	room = 0;
 	assert_false(memcg_take(&room, 0, 512));

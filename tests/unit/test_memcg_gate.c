@@ -16,6 +16,7 @@
 #include "config.h"
 #include "engine_stats.h"
 #include "memcg_gate.h"
+#include "units.h"
 
 #define NPROC 5
 
@@ -30,8 +31,8 @@ static struct pass_stats ps;
 
 static void add(uint32_t proc, unsigned present)
 {
-	cands[ncands] = (struct candidate){
-	    .addr = 0x40000000ull + ncands * (2ull << 20), .proc = proc, .present = (uint16_t)present};
+	cands[ncands] =
+	    (struct candidate){.addr = 0x40000000ull + ncands * HPAGE_SIZE, .proc = proc, .present = (uint16_t)present};
 	ncands++;
 }
 
@@ -106,7 +107,7 @@ static void test_room_spent_in_order(void **state)
 	assert_int_equal(held, 12 - (int)fit);
 	assert_int_equal(ncands, fit);
 	for (size_t i = 0; i < ncands; i++) /* the best ones, in order */
-		assert_true(cands[i].addr == 0x40000000ull + i * (2ull << 20));
+		assert_true(cands[i].addr == 0x40000000ull + i * HPAGE_SIZE);
 	assert_int_equal(ps.results[SCAN_MEMCG_LIMIT], 12 - fit);
 	assert_int_equal(ps.results[SCAN_CANDIDATE], fit);
 	assert_int_equal(st[0].results[SCAN_MEMCG_LIMIT], 12 - fit);

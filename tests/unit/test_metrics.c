@@ -24,9 +24,8 @@
 #include "metrics.h"
 #include "status.h"
 #include "scan_result.h"
+#include "units.h"
 #include "utf8.h"
-
-#define MIB2 (UINT64_C(2) << 20)
 
 static char tmp[64];
 
@@ -38,8 +37,8 @@ static struct engine_stats eng;
 static void fill_engine(struct engine_stats *e)
 {
 	memset(e, 0, sizeof(*e));
-	cgs[0] = (struct cgroup_bytes){.cgroup = "/system.slice/web.service", .bytes = 3 * MIB2};
-	cgs[1] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 2 * MIB2};
+	cgs[0] = (struct cgroup_bytes){.cgroup = "/system.slice/web.service", .bytes = 3 * HPAGE_SIZE};
+	cgs[1] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 2 * HPAGE_SIZE};
 	e->cg_bytes = cgs;
 	e->ncg_bytes = 2;
 	e->passes = 7;
@@ -196,14 +195,14 @@ static void test_label_escaping(void **state)
 static void test_label_invalid_utf8(void **state)
 {
 	static struct cgroup_bytes bad[] = {
-	    {.cgroup = "/a\xff", .bytes = MIB2},
-	    {.cgroup = "/ok\xe2\x82\xac", .bytes = MIB2}, /* a valid euro sign */
-	    {.cgroup = "/a\xfe", .bytes = 2 * MIB2},
-	    {.cgroup = "/cut\xe2\x82", .bytes = MIB2},       /* truncated sequence */
-	    {.cgroup = "/sur\xed\xa0\x80", .bytes = MIB2},   /* a UTF-16 surrogate */
-	    {.cgroup = "/over\xc0\xaf", .bytes = MIB2},      /* overlong '/' */
-	    {.cgroup = "/a\xef\xbf\xbd", .bytes = 4 * MIB2}, /* a real U+FFFD */
-	    {.cgroup = "/q\"b\\\xff\n", .bytes = MIB2},      /* all of it at once */
+	    {.cgroup = "/a\xff", .bytes = HPAGE_SIZE},
+	    {.cgroup = "/ok\xe2\x82\xac", .bytes = HPAGE_SIZE}, /* a valid euro sign */
+	    {.cgroup = "/a\xfe", .bytes = 2 * HPAGE_SIZE},
+	    {.cgroup = "/cut\xe2\x82", .bytes = HPAGE_SIZE},       /* truncated sequence */
+	    {.cgroup = "/sur\xed\xa0\x80", .bytes = HPAGE_SIZE},   /* a UTF-16 surrogate */
+	    {.cgroup = "/over\xc0\xaf", .bytes = HPAGE_SIZE},      /* overlong '/' */
+	    {.cgroup = "/a\xef\xbf\xbd", .bytes = 4 * HPAGE_SIZE}, /* a real U+FFFD */
+	    {.cgroup = "/q\"b\\\xff\n", .bytes = HPAGE_SIZE},      /* all of it at once */
 	};
 	struct engine_stats e;
 	char *t;
@@ -397,14 +396,14 @@ static void test_counters_stable(void **state)
 	fill_engine(&e);
 	e.cfg = &cfg;
 	st[0] = (struct proc_state){.pid = 10, .scanned = true, .cgroup = "/x"};
-	st[0].usage.anon = 10 * MIB2;
+	st[0].usage.anon = 10 * HPAGE_SIZE;
 	st[1] = (struct proc_state){.pid = 11, .scanned = true, .cgroup = "/y"};
-	st[1].usage.anon = 8 * MIB2;
+	st[1].usage.anon = 8 * HPAGE_SIZE;
 	e.view.procs = st;
 	e.view.nprocs = 2;
-	cgb[0] = (struct cgroup_bytes){.cgroup = "/x", .bytes = 1 * MIB2};
-	cgb[1] = (struct cgroup_bytes){.cgroup = "/y", .bytes = 2 * MIB2};
-	cgb[2] = (struct cgroup_bytes){.cgroup = "/z", .bytes = 1 * MIB2};
+	cgb[0] = (struct cgroup_bytes){.cgroup = "/x", .bytes = 1 * HPAGE_SIZE};
+	cgb[1] = (struct cgroup_bytes){.cgroup = "/y", .bytes = 2 * HPAGE_SIZE};
+	cgb[2] = (struct cgroup_bytes){.cgroup = "/z", .bytes = 1 * HPAGE_SIZE};
 	e.cg_bytes = cgb;
 	e.ncg_bytes = 3;
 
@@ -424,15 +423,15 @@ static void test_counters_stable(void **state)
 
 	/* /y grows past twice /x and collapses one more block: it gets /x's
 	 * place; /x's bytes stay in other's count, which does not go down. */
-	st[1].usage.anon = 25 * MIB2;
-	cgb[1].bytes = 3 * MIB2;
+	st[1].usage.anon = 25 * HPAGE_SIZE;
+	cgb[1].bytes = 3 * HPAGE_SIZE;
 	t = format_mem(&e, &m);
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/y\"} 2097152");
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 6291456");
 	assert_int_equal(count_prefix(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"/x\"}"), 0);
 	free(t);
 	/* /x collapses more while in other: other grows by it. */
-	cgb[0].bytes = 2 * MIB2;
+	cgb[0].bytes = 2 * HPAGE_SIZE;
 	t = format_mem(&e, &m);
 	assert_line(t, "hugecollapsed_collapsed_bytes_total{cgroup=\"other\"} 8388608");
 	free(t);

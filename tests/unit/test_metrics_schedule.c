@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "metrics_schedule.h"
+#include "units.h"
 
 static struct engine_stats base(void)
 {
@@ -17,7 +18,7 @@ static struct engine_stats base(void)
 
 	memset(&e, 0, sizeof(e));
 	e.passes = 10;
-	e.total.collapsed_bytes = 4 << 20;
+	e.total.collapsed_bytes = 4 * MIB_BYTES;
 	return e;
 }
 
@@ -61,7 +62,7 @@ static void test_material_changes_count(void **state)
 
 	(void)state;
 	b = a;
-	b.total.collapsed_bytes += 2 << 20;
+	b.total.collapsed_bytes += 2 * MIB_BYTES;
 	assert_true(digest_of(&b) != d);
 	b = a;
 	b.total.outcomes[COLLAPSE_ENOMEM]++;

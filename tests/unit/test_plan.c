@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "plan.h"
+#include "units.h"
 
 #define EPS 1e-9
 
@@ -146,7 +147,7 @@ static void test_deterministic(void **state)
 
 	(void)state;
 	for (unsigned i = 0; i < N; i++)
-		base[i] = cand((uint8_t)(i % 3), (double)(i % 4), i % 5, (uint64_t)(N - i) << 21);
+		base[i] = cand((uint8_t)(i % 3), (double)(i % 4), i % 5, (N - i) * HPAGE_SIZE);
 	memcpy(first, base, sizeof(base));
 	plan_order(first, N);
 	for (unsigned r = 0; r <= N; r++) {

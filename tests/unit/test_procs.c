@@ -23,6 +23,7 @@
 #include "paths.h"
 #include "procfs.h"
 #include "procs.h"
+#include "units.h"
 
 #define FIXTURES HC_FIXTURES "/proc"
 
@@ -601,17 +602,17 @@ static void test_live_self(void **state)
 	uint64_t minflt0 = me->minflt, rss0 = me->rss_pages;
 
 	/* Fresh memory, touched one 4 KiB page at a time. */
-	const size_t len = 16 << 20;
+	const size_t len = 16 * MIB_BYTES;
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(m != MAP_FAILED);
 	madvise(m, len, MADV_NOHUGEPAGE);
-	for (size_t off = 0; off < len; off += 4096)
+	for (size_t off = 0; off < len; off += PAGE_BYTES)
 		m[off] = 1;
 
 	me = sample_self(p, &t);
 	/* ≥ one fault per 64 KiB even if mTHP is on; 4096 with 4 KiB pages. */
 	assert_true(me->minflt >= minflt0 + len / 65536);
-	assert_true(me->rss_pages >= rss0 + len / 4096 / 2);
+	assert_true(me->rss_pages >= rss0 + len / PAGE_BYTES / 2);
 	assert_int_equal(me->start_ticks, direct.start_ticks);
 	munmap(m, len);
 

@@ -25,12 +25,11 @@
 
 #include "lazyfree.h"
 #include "range_scan.h"
+#include "units.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-
-#define PAGE 4096u
 
 static const struct collapse_limits lim = COLLAPSE_LIMITS_DEFAULT;
 
@@ -92,7 +91,7 @@ static void touch(char *p, size_t len, size_t stride)
 static unsigned read_pages(const volatile char *p, size_t len)
 {
 	unsigned sum = 0;
-	for (size_t off = 0; off < len; off += PAGE)
+	for (size_t off = 0; off < len; off += PAGE_BYTES)
 		sum += (unsigned)p[off];
 	return sum;
 }
@@ -146,22 +145,22 @@ static int setup(void **state, enum pagemap_mode mode)
 	f->zeroed = map_blocks(1);
 	if (!f->mem || !f->lazy || !f->mixed || !f->zeroed)
 		return -1;
-	touch(f->mem, 2 * HPAGE_SIZE, PAGE);
-	touch(f->mem + 3 * HPAGE_SIZE, HPAGE_SIZE, 16 * PAGE);
+	touch(f->mem, 2 * HPAGE_SIZE, PAGE_BYTES);
+	touch(f->mem + 3 * HPAGE_SIZE, HPAGE_SIZE, 16 * PAGE_BYTES);
 	/* Only block 0 leaves NOHUGEPAGE, so khugepaged cannot touch the rest. */
 	if (madvise(f->mem, HPAGE_SIZE, MADV_HUGEPAGE) || madvise(f->mem, HPAGE_SIZE, MADV_COLLAPSE))
 		return -1;
-	touch(f->lazy, HPAGE_SIZE, PAGE);
+	touch(f->lazy, HPAGE_SIZE, PAGE_BYTES);
 	if (madvise_free_drained(f->lazy, HPAGE_SIZE))
 		return -1;
 	/* Reading keeps lazy-free pages lazy-free (only a write re-dirties),
 	 * and they still hold their data until reclaim takes them. */
 	if (read_pages(f->lazy, HPAGE_SIZE) != HPAGE_PAGES)
 		return -1;
-	touch(f->mixed, 300 * PAGE, PAGE);
-	read_pages(f->mixed + 300 * PAGE, HPAGE_SIZE - 300 * PAGE);
-	touch(f->zeroed, 300 * PAGE, PAGE);
-	f->zero_mapped = map_zero_pages(f->zeroed, 300 * PAGE);
+	touch(f->mixed, 300 * PAGE_BYTES, PAGE_BYTES);
+	read_pages(f->mixed + 300 * PAGE_BYTES, HPAGE_SIZE - 300 * PAGE_BYTES);
+	touch(f->zeroed, 300 * PAGE_BYTES, PAGE_BYTES);
+	f->zero_mapped = map_zero_pages(f->zeroed, 300 * PAGE_BYTES);
 	*state = f;
 	return 0;
 }
@@ -373,7 +372,8 @@ static unsigned zero_pages(const char *p, unsigned n)
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), kfd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 
 	assert_true(fd >= 0 && n <= HPAGE_PAGES);
-	assert_int_equal(pread(fd, e, n * sizeof(e[0]), (off_t)((uintptr_t)p / PAGE * sizeof(e[0]))), n * sizeof(e[0]));
+	assert_int_equal(pread(fd, e, n * sizeof(e[0]), (off_t)((uintptr_t)p / PAGE_BYTES * sizeof(e[0]))),
+			 n * sizeof(e[0]));
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t pfn = e[i] & PM_PFN_MASK;
 
@@ -418,7 +418,7 @@ static void check_zero_block(struct fixture *f, char *p)
 static void test_zero_pages(void **state)
 {
 	struct fixture *f = *state;
-	unsigned read_zero = zero_pages(f->mixed + 300 * PAGE, HPAGE_PAGES - 300);
+	unsigned read_zero = zero_pages(f->mixed + 300 * PAGE_BYTES, HPAGE_PAGES - 300);
 
 	if (f->zero_mapped) {
 		assert_int_equal(zero_pages(f->zeroed, HPAGE_PAGES), 212);
@@ -533,7 +533,7 @@ static void test_pmd_mapped_vma(void **state)
 	char *p = map_blocks(N);
 	assert_non_null(p);
 	madvise(p, N * HPAGE_SIZE, MADV_HUGEPAGE);
-	touch(p, N * HPAGE_SIZE, PAGE);
+	touch(p, N * HPAGE_SIZE, PAGE_BYTES);
 	madvise(p, N * HPAGE_SIZE, MADV_COLLAPSE); /* for any block that got small pages */
 
 	struct range_scan_stats before = f->s.stats;
@@ -589,14 +589,14 @@ static char *lazy_mix(void)
 	assert_non_null(p);
 	for (size_t b = 0; b < 4; b++)
 		for (size_t i = 0; i < HPAGE_PAGES; i++)
-			p[b * HPAGE_SIZE + i * PAGE] = (char)pattern(b, i);
+			p[b * HPAGE_SIZE + i * PAGE_BYTES] = (char)pattern(b, i);
 	assert_int_equal(madvise(p, HPAGE_SIZE, MADV_FREE), 0);
 	assert_int_equal(madvise(p + HPAGE_SIZE, HPAGE_SIZE, MADV_FREE), 0);
 	assert_int_equal(madvise(p + 3 * HPAGE_SIZE, HPAGE_SIZE, MADV_FREE), 0);
 	for (size_t i = 0; i < HPAGE_PAGES; i++)
-		p[HPAGE_SIZE + i * PAGE] = (char)pattern(1, i);
+		p[HPAGE_SIZE + i * PAGE_BYTES] = (char)pattern(1, i);
 	for (size_t i = 0; i < HPAGE_PAGES * 3 / 4; i++)
-		p[3 * HPAGE_SIZE + i * PAGE] = (char)pattern(3, i);
+		p[3 * HPAGE_SIZE + i * PAGE_BYTES] = (char)pattern(3, i);
 	return p;
 }
 
@@ -691,7 +691,7 @@ static void test_lazy_mix_probe(void **state)
 	assert_true(r[0] == SCAN_NO_PTE_TABLE || r[0] == SCAN_EXCEED_NONE_PTE);
 	for (size_t b = 1; b < 4; b++)
 		for (size_t i = 0; i < HPAGE_PAGES; i++) {
-			uint8_t got = (uint8_t)p[b * HPAGE_SIZE + i * PAGE];
+			uint8_t got = (uint8_t)p[b * HPAGE_SIZE + i * PAGE_BYTES];
 			if (b == 3 && i >= HPAGE_PAGES * 3 / 4 && got == 0)
 				continue; /* discarded, as MADV_FREE allowed */
 			assert_int_equal(got, pattern(b, i));
@@ -735,9 +735,9 @@ static void test_lazy_all_redirtied(void **state)
 	struct fixture *f = *state;
 	char *p = map_blocks(1);
 	assert_non_null(p);
-	touch(p, HPAGE_SIZE, PAGE);
+	touch(p, HPAGE_SIZE, PAGE_BYTES);
 	assert_int_equal(madvise(p, HPAGE_SIZE, MADV_FREE), 0);
-	touch(p, HPAGE_SIZE, PAGE);
+	touch(p, HPAGE_SIZE, PAGE_BYTES);
 	struct vma v = smaps_vma(f, p);
 	assert_int_equal(v.lazyfree_kb, 0);
 	range_scanner_set_probe(&f->s, counting_madvise);
@@ -779,9 +779,9 @@ static void test_hostile_reservation(void **state)
 		munmap(raw, (size_t)(p - raw));
 	munmap(p + HOSTILE_SIZE, (size_t)(raw + HPAGE_SIZE - p));
 	assert_int_equal(madvise(p, HOSTILE_SIZE, MADV_NOHUGEPAGE), 0); /* 4K pages, and khugepaged keeps off */
-	touch(p, HPAGE_SIZE, PAGE);
-	assert_int_equal(madvise_free_drained(p, 64 * PAGE), 0);
-	touch(p + HOSTILE_FAR, HPAGE_SIZE, PAGE);
+	touch(p, HPAGE_SIZE, PAGE_BYTES);
+	assert_int_equal(madvise_free_drained(p, 64 * PAGE_BYTES), 0);
+	touch(p + HOSTILE_FAR, HPAGE_SIZE, PAGE_BYTES);
 
 	struct vma v = smaps_vma(f, p);
 	uint64_t nblocks = HOSTILE_SIZE / HPAGE_SIZE;
@@ -808,7 +808,7 @@ static void test_hostile_reservation(void **state)
 		uint64_t calls = 1;
 
 		assert_int_equal(r, -EINPROGRESS);
-		assert_int_equal(f->s.stopped_at, (uintptr_t)p + (PM_PAGES_PER_ATTACH << 12));
+		assert_int_equal(f->s.stopped_at, (uintptr_t)p + PM_PAGES_PER_ATTACH * PAGE_BYTES);
 		assert_int_equal(seen.n, 0);
 		/* Each attach (a pass) resumes where the last stopped. */
 		while (r == -EINPROGRESS && seen.n == 0) {

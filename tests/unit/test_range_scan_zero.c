@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "range_scan.h"
+#include "units.h"
 
 #define KPF(bit) (UINT64_C(1) << (bit))
-#define PAGE     4096u
 #define BASE     UINT64_C(0x40000000) /* the fixture's first block: 1 GiB */
 #define NBLOCKS  4u
 #define ZERO_PFN UINT64_C(0x1a2b)  /* the shared zero page */
@@ -98,7 +98,7 @@ static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 static int write_files(struct fixture *f, int *kpf_fd)
 {
 	int fd = openat(f->dirfd, "pagemap", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int r = fd >= 0 ? write_at(fd, pm, sizeof(pm), BASE / PAGE * sizeof(uint64_t)) : -1;
+	int r = fd >= 0 ? write_at(fd, pm, sizeof(pm), BASE / PAGE_BYTES * sizeof(uint64_t)) : -1;
 
 	if (fd >= 0)
 		close(fd);
@@ -126,14 +126,14 @@ static int fake_pagemap_scan(int fd, void *arg)
 {
 	struct pm_scan_arg *a = arg;
 	struct hc_page_region *vec = (struct hc_page_region *)(uintptr_t)a->vec;
-	const uint64_t fixture_end = BASE + sizeof(pm) / sizeof(pm[0]) * PAGE;
+	const uint64_t fixture_end = BASE + sizeof(pm) / sizeof(pm[0]) * PAGE_BYTES;
 	int n = 0;
 
 	(void)fd;
 	fake_scans++;
 	a->walk_end = a->end;
-	for (uint64_t addr = a->start; addr < a->end; addr += PAGE) {
-		uint64_t e = addr >= BASE && addr < fixture_end ? pm[(addr - BASE) / PAGE] : 0, cat = 0;
+	for (uint64_t addr = a->start; addr < a->end; addr += PAGE_BYTES) {
+		uint64_t e = addr >= BASE && addr < fixture_end ? pm[(addr - BASE) / PAGE_BYTES] : 0, cat = 0;
 
 		if (e & PM_PRESENT)
 			cat = HC_PAGE_IS_PRESENT | ((e & PM_PFN_MASK) == ZERO_PFN ? HC_PAGE_IS_PFNZERO : 0);
@@ -143,14 +143,14 @@ static int fake_pagemap_scan(int fd, void *arg)
 			continue;
 		cat &= a->return_mask;
 		if (n > 0 && vec[n - 1].end == addr && vec[n - 1].categories == cat) {
-			vec[n - 1].end += PAGE;
+			vec[n - 1].end += PAGE_BYTES;
 			continue;
 		}
 		if ((uint64_t)n == a->vec_len) {
 			a->walk_end = addr;
 			break;
 		}
-		vec[n++] = (struct hc_page_region){addr, addr + PAGE, cat};
+		vec[n++] = (struct hc_page_region){addr, addr + PAGE_BYTES, cat};
 	}
 	return n;
 }

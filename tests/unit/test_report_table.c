@@ -14,21 +14,23 @@
 
 #include "engine_stats.h"
 #include "report_table.h"
-
-#define B (UINT64_C(2) << 20)
+#include "units.h"
 
 static void test_merge(void **state)
 {
-	uint64_t a[] = {5 * B, 0, 1 * B, 9 * B, 2 * B, 6 * B, 1 * B, UINT64_MAX - B + 1};
+	uint64_t a[] = {5 * HPAGE_SIZE, 0,
+			1 * HPAGE_SIZE, 9 * HPAGE_SIZE,
+			2 * HPAGE_SIZE, 6 * HPAGE_SIZE,
+			1 * HPAGE_SIZE, UINT64_MAX - HPAGE_SIZE + 1};
 	struct block_range r[8];
 	size_t n;
 
 	(void)state;
 	n = merge_block_ranges(a, 8, r);
 	assert_int_equal(n, 4);
-	assert_true(r[0].start == 0 && r[0].end == 3 * B);
-	assert_true(r[1].start == 5 * B && r[1].end == 7 * B);
-	assert_true(r[2].start == 9 * B && r[2].end == 10 * B);
+	assert_true(r[0].start == 0 && r[0].end == 3 * HPAGE_SIZE);
+	assert_true(r[1].start == 5 * HPAGE_SIZE && r[1].end == 7 * HPAGE_SIZE);
+	assert_true(r[2].start == 9 * HPAGE_SIZE && r[2].end == 10 * HPAGE_SIZE);
 	assert_true(r[3].end == UINT64_MAX); /* no wrap at the top */
 	assert_int_equal(merge_block_ranges(a, 0, r), 0);
 }
@@ -49,14 +51,14 @@ static void test_table(void **state)
 		st[i].cgroup = "/c";
 		snprintf(st[i].prev.comm, sizeof(st[i].prev.comm), "proc%d", i);
 	}
-	st[2].usage.anon = 8 * B;
+	st[2].usage.anon = 8 * HPAGE_SIZE;
 	st[1].results[SCAN_CANDIDATE] = 1;
 	st[2].results[SCAN_CANDIDATE] = 3;
 	/* Process 2 first in the order, process 0 has nothing to do. */
-	c[0] = (struct candidate){.proc = 2, .addr = 4 * B};
-	c[1] = (struct candidate){.proc = 1, .addr = 100 * B};
-	c[2] = (struct candidate){.proc = 2, .addr = 5 * B};
-	c[3] = (struct candidate){.proc = 2, .addr = 7 * B};
+	c[0] = (struct candidate){.proc = 2, .addr = 4 * HPAGE_SIZE};
+	c[1] = (struct candidate){.proc = 1, .addr = 100 * HPAGE_SIZE};
+	c[2] = (struct candidate){.proc = 2, .addr = 5 * HPAGE_SIZE};
+	c[3] = (struct candidate){.proc = 2, .addr = 7 * HPAGE_SIZE};
 	f = open_memstream(&out, &len);
 	report_table(f, &v, 1);
 	fclose(f);

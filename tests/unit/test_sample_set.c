@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "grow.h"
 #include "sample_set.h"
+#include "units.h"
 
 /* ---- pure: sample_set_build and the PID sets ---------------------------- */
 
@@ -353,7 +354,7 @@ static void test_sample_pass(void **unused)
 	snprintf(root, sizeof(root), "/tmp/hc-sample-XXXXXX");
 	assert_non_null(mkdtemp(root));
 	for (pid_t pid = 100; pid <= 600; pid += 100)
-		write_stat(pid, 1, 64 << 20);
+		write_stat(pid, 1, 64 * MIB_BYTES);
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
 	cfg.full_rescan_s = 6 * L; /* the rolling slice: one process per L */
@@ -373,7 +374,7 @@ static void test_sample_pass(void **unused)
 	 * 600 (ourselves), and a new process 700. L of 6 L: the rolling slice
 	 * is one process, from the start of the table. The listing is due. */
 	for (pid_t pid = 100; pid <= 700; pid += 100)
-		write_stat(pid, 5, 64 << 20);
+		write_stat(pid, 5, 64 * MIB_BYTES);
 	drain_pids[0] = 200;
 	drain_pids[1] = 600;
 	drain_pids[2] = 700;
@@ -403,7 +404,7 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 0);
 	fake_time = 100 + 2 * L;
-	write_stat(200, 7, 64 << 20);
+	write_stat(200, 7, 64 * MIB_BYTES);
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_int_equal(ps.procs_sampled, 1);
 	assert_int_equal(minflt_of(&e, 200), 7);
@@ -412,7 +413,7 @@ static void test_sample_pass(void **unused)
 	 * gone: not read (newcomers). Memory grows without faults: the
 	 * newcomers are read instead of listing /proc, and the gone one is
 	 * not taken for a process without memory. */
-	write_stat(800, 1, 64 << 20);
+	write_stat(800, 1, 64 * MIB_BYTES);
 	drain_pids[0] = 800;
 	drain_pids[1] = 900;
 	ndrain = 2;
@@ -441,7 +442,7 @@ static void test_sample_pass(void **unused)
 	assert_int_equal(e.sampler.nfresh, 0);
 
 	/* Lost records: everyone. */
-	write_stat(400, 9, 64 << 20);
+	write_stat(400, 9, 64 * MIB_BYTES);
 	drain_lost = true;
 	fake_time = 100 + 3.5 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
@@ -499,7 +500,7 @@ static void test_zombie_pid_reused(void **unused)
 	(void)unused;
 	snprintf(root, sizeof(root), "/tmp/hc-sample-XXXXXX");
 	assert_non_null(mkdtemp(root));
-	write_stat(100, 1, 64 << 20);
+	write_stat(100, 1, 64 * MIB_BYTES);
 	write_stat(2, 0, 0); /* a kernel thread */
 	config_defaults(&cfg);
 	engine_at_fixture(&e, &cfg, &paths, &at, 1);
@@ -516,7 +517,7 @@ static void test_zombie_pid_reused(void **unused)
 	assert_null(engine_find(&e, 400));
 	assert_int_equal(e.sampler.nnomm, 1); /* the kernel thread only */
 
-	write_stat(400, 3, 64 << 20); /* reaped; the PID is a new process now */
+	write_stat(400, 3, 64 * MIB_BYTES); /* reaped; the PID is a new process now */
 	fake_time = 100 + 2 * L;
 	assert_int_equal(engine_sample_pass(&e, &o, &ps), 0);
 	assert_false(ps.full_sample);

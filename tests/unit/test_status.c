@@ -22,8 +22,7 @@
 #include "metrics.h"
 #include "scan_result.h"
 #include "status.h"
-
-#define MIB2 (UINT64_C(2) << 20)
+#include "units.h"
 
 static int parse(const char *line, struct prom_sample *s)
 {
@@ -94,13 +93,13 @@ static void test_round_trip(void **state)
 	memset(&e, 0, sizeof(e));
 	memset(st, 0, sizeof(st));
 	st[0] = (struct proc_state){.pid = 42, .scanned = true, .cgroup = "/we\"ird\\name\nhere"};
-	st[0].usage = (struct thp_usage){.anon = 8 * MIB2, .anon_huge = 2 * MIB2};
+	st[0].usage = (struct thp_usage){.anon = 8 * HPAGE_SIZE, .anon_huge = 2 * HPAGE_SIZE};
 	st[0].blocks = memos;
 	st[0].nblocks = 4;
 	st[0].results[SCAN_COLD] = 3;
 	st[0].results[SCAN_EXCEED_NONE_PTE] = 1;
 	snprintf(st[0].prev.comm, sizeof(st[0].prev.comm), "db");
-	cgb[0] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 3 * MIB2};
+	cgb[0] = (struct cgroup_bytes){.cgroup = "/we\"ird\\name\nhere", .bytes = 3 * HPAGE_SIZE};
 	e.view.procs = st;
 	e.view.nprocs = 1;
 	e.cg_bytes = cgb;
@@ -112,12 +111,12 @@ static void test_round_trip(void **state)
 	fclose(f);
 	assert_int_equal(parse_status_buf(buf, len, &sts), 0);
 	assert_true(sts.passes == 9);
-	assert_true(sts.collapsed_bytes == 3 * MIB2);
+	assert_true(sts.collapsed_bytes == 3 * HPAGE_SIZE);
 	assert_string_equal(sts.khugepaged, "idle");
 	assert_int_equal(sts.ncg, 1);
 	assert_string_equal(sts.cg[0].cgroup, "/we\"ird\\name\nhere");
 	assert_true(sts.cg[0].coverage == 0.25);
-	assert_true(sts.cg[0].pending == 4 * MIB2);
+	assert_true(sts.cg[0].pending == 4 * HPAGE_SIZE);
 	assert_true(sts.cg[0].target < 0);
 	assert_int_equal(sts.nproc, 1);
 	assert_int_equal(sts.proc[0].pid, 42);
@@ -225,7 +224,7 @@ static void test_fixture_good(void **state)
 	assert_int_equal(parse_status_buf(buf, len, &st), 0);
 	free(buf);
 	assert_true(st.passes == 12);
-	assert_true(st.collapsed_bytes == 6 * (1 << 20));
+	assert_true(st.collapsed_bytes == 6 * MIB_BYTES);
 	assert_true(st.procs_scanned == 40 && st.procs_unchanged == 30 && st.procs_active == 2);
 	assert_int_equal(st.nresult, 3);
 	assert_string_equal(st.result[1].name, "thp_policy");

@@ -20,17 +20,17 @@
 
 #include "khugepaged.h"
 #include "thp_policy.h"
+#include "units.h"
 #include "vma_eligibility.h"
 
 #define BASE UINT64_C(0x7f0000000000)
-#define MB   (UINT64_C(1) << 20)
 
 static const enum thp_prctl prctls[3] = {THP_PRCTL_NONE, THP_PRCTL_COMPLETELY, THP_PRCTL_EXCEPT_ADVISED};
 static const uint64_t advice[3] = {0, VMF(HG), VMF(NH)}; /* plain, hg, nh */
 
 static struct vma mkvma(enum vma_kind kind, uint64_t flags)
 {
-	struct vma v = {.start = BASE, .end = BASE + 4 * MB, .kind = (uint8_t)kind, .has_vmflags = true};
+	struct vma v = {.start = BASE, .end = BASE + 4 * MIB_BYTES, .kind = (uint8_t)kind, .has_vmflags = true};
 
 	v.vmflags = VMF(RD) | VMF(WR) | flags | (kind == VMA_SHMEM ? VMF(SH) : 0);
 	return v;
@@ -305,7 +305,7 @@ static void test_prctl_infer(void **state)
 	/* enabled=always: 0 on a plain anonymous VMA means except-advised... */
 	assert_int_equal(thp_prctl_infer(&always, true, v, 3), THP_PRCTL_EXCEPT_ADVISED);
 	/* ...unless it holds no whole 2 MiB block (0 for its size). */
-	v[1].end = v[1].start + MB;
+	v[1].end = v[1].start + MIB_BYTES;
 	assert_int_equal(thp_prctl_infer(&always, true, v, 3), THP_PRCTL_UNKNOWN);
 	/* A file VMA's 0 proves nothing (a writer, the mount). */
 	v[1] = mkvma(VMA_ANON, VMF(NH));

@@ -9,8 +9,7 @@
 #include <cmocka.h>
 
 #include "vma_eligibility.h"
-
-#define MB2 HPAGE_SIZE
+#include "units.h"
 
 static struct vma_blocks blocks(uint64_t start, uint64_t end)
 {
@@ -33,27 +32,27 @@ static void test_blocks(void **state)
 {
 	(void)state;
 	/* Exactly aligned. */
-	expect_blocks(MB2, 3 * MB2, MB2, 2, 0);
+	expect_blocks(HPAGE_SIZE, 3 * HPAGE_SIZE, HPAGE_SIZE, 2, 0);
 	expect_blocks(0x7f4cf2000000, 0x7f4cf2400000, 0x7f4cf2000000, 2, 0);
 	/* Unaligned at both ends: one whole block, two partial ones. */
-	expect_blocks(MB2 + 0x1000, 4 * MB2 - 0x1000, 2 * MB2, 1, 2);
-	expect_blocks(MB2 + 0x1000, 3 * MB2 - 0x1000, 0, 0, 2);
+	expect_blocks(HPAGE_SIZE + 0x1000, 4 * HPAGE_SIZE - 0x1000, 2 * HPAGE_SIZE, 1, 2);
+	expect_blocks(HPAGE_SIZE + 0x1000, 3 * HPAGE_SIZE - 0x1000, 0, 0, 2);
 	/* Unaligned start only / end only. */
-	expect_blocks(MB2 + 0x1000, 3 * MB2, 2 * MB2, 1, 1);
-	expect_blocks(MB2, 3 * MB2 + 0x1000, MB2, 2, 1);
+	expect_blocks(HPAGE_SIZE + 0x1000, 3 * HPAGE_SIZE, 2 * HPAGE_SIZE, 1, 1);
+	expect_blocks(HPAGE_SIZE, 3 * HPAGE_SIZE + 0x1000, HPAGE_SIZE, 2, 1);
 	/* Tiny VMA inside one block, and one straddling a block boundary. */
-	expect_blocks(MB2 + 0x1000, MB2 + 0x2000, 0, 0, 1);
-	expect_blocks(2 * MB2 - 0x1000, 2 * MB2 + 0x1000, 0, 0, 2);
+	expect_blocks(HPAGE_SIZE + 0x1000, HPAGE_SIZE + 0x2000, 0, 0, 1);
+	expect_blocks(2 * HPAGE_SIZE - 0x1000, 2 * HPAGE_SIZE + 0x1000, 0, 0, 2);
 	/* Exactly one block; one page short of a block. */
-	expect_blocks(4 * MB2, 5 * MB2, 4 * MB2, 1, 0);
-	expect_blocks(4 * MB2, 5 * MB2 - 0x1000, 0, 0, 1);
+	expect_blocks(4 * HPAGE_SIZE, 5 * HPAGE_SIZE, 4 * HPAGE_SIZE, 1, 0);
+	expect_blocks(4 * HPAGE_SIZE, 5 * HPAGE_SIZE - 0x1000, 0, 0, 1);
 	/* [vsyscall] and the very top of the address space do not wrap. */
 	expect_blocks(0xffffffffff600000, 0xffffffffff601000, 0, 0, 1);
-	expect_blocks(UINT64_MAX - 2 * MB2 + 1, UINT64_MAX - 0xfff, UINT64_MAX - 2 * MB2 + 1, 1, 1);
-	expect_blocks(UINT64_MAX - MB2 + 0x1001, UINT64_MAX, 0, 0, 1);
+	expect_blocks(UINT64_MAX - 2 * HPAGE_SIZE + 1, UINT64_MAX - 0xfff, UINT64_MAX - 2 * HPAGE_SIZE + 1, 1, 1);
+	expect_blocks(UINT64_MAX - HPAGE_SIZE + 0x1001, UINT64_MAX, 0, 0, 1);
 	/* An empty or inverted VMA has no blocks. */
-	expect_blocks(MB2, MB2, 0, 0, 0);
-	expect_blocks(3 * MB2, MB2, 0, 0, 0);
+	expect_blocks(HPAGE_SIZE, HPAGE_SIZE, 0, 0, 0);
+	expect_blocks(3 * HPAGE_SIZE, HPAGE_SIZE, 0, 0, 0);
 }
 
 static const struct collapse_limits limits = COLLAPSE_LIMITS_DEFAULT;
@@ -62,8 +61,8 @@ static const struct collapse_limits limits = COLLAPSE_LIMITS_DEFAULT;
 static struct vma anon_vma(void)
 {
 	return (struct vma){
-	    .start = 2 * MB2,
-	    .end = 6 * MB2,
+	    .start = 2 * HPAGE_SIZE,
+	    .end = 6 * HPAGE_SIZE,
 	    .perms = "rw-p",
 	    .kind = VMA_ANON,
 	    .vmflags = VMF(RD) | VMF(WR) | VMF(MR) | VMF(MW) | VMF(ME) | VMF(AC),
@@ -122,12 +121,12 @@ static void test_verdict_pgoff_alignment(void **state)
 	/* vm_start/4096 - pgoff must be a multiple of 512. */
 	v.offset = 0x1000;
 	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_INELIGIBLE);
-	v.offset = MB2; /* start 4 MiB, file offset 2 MiB: aligned */
+	v.offset = HPAGE_SIZE; /* start 4 MiB, file offset 2 MiB: aligned */
 	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
-	v.offset = 3 * MB2; /* offset beyond start is fine too */
+	v.offset = 3 * HPAGE_SIZE; /* offset beyond start is fine too */
 	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 	/* A VMA starting off a block boundary but congruent with its offset. */
-	v.start = 2 * MB2 + 0x3000;
+	v.start = 2 * HPAGE_SIZE + 0x3000;
 	v.offset = 0x3000;
 	assert_int_equal(vma_verdict(&v, &limits, SCAN_CANDIDATE, false), SCAN_CANDIDATE);
 

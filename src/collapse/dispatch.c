@@ -86,9 +86,11 @@ static int open_verified_pidfd(const struct dispatcher *d, const struct dispatch
 /* The re-check right before each call (collapse.h): the process, its
  * cgroup's policy and the THP policy and prctl it was scanned under
  * (env->policy_holds), then the page tables of just these blocks
- * (range_scan_recheck), with the scan's limits. */
+ * (range_scan_recheck, through the dispatcher's range scanner), with the
+ * scan's limits. */
 struct call_check {
 	const struct dispatch_env *env;
+	struct range_scanner *range; /* the dispatcher's, attached to s */
 	struct proc_state *s;
 	int dirfd;
 	int err; /* why the calls stopped: -ESRCH, -ECANCELED, ... */
@@ -117,7 +119,7 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 	if (!err) {
 		const struct collapse_limits lim = cc->env->limits(cc->env->ctx, s->policy);
 
-		err = range_scan_recheck(cc->env->scanner, b, n, &lim, result);
+		err = range_scan_recheck(cc->range, b, n, &lim, result);
 	}
 	if (err) {
 		cc->err = err;
@@ -171,7 +173,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 {
 	struct proc_state *s = &env->st[p];
 	int pidfd = open_verified_pidfd(e, env, s);
-	struct call_check cc = {.env = env, .s = s, .dirfd = -1};
+	struct call_check cc = {.env = env, .range = &e->range, .s = s, .dirfd = -1};
 	size_t ok;
 
 	if (pidfd == -ECANCELED) { /* moved under a policy that says no */
@@ -180,7 +182,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 	}
 	if (pidfd >= 0) {
 		cc.dirfd = open_proc_dir(env, s);
-		if (cc.dirfd < 0 || range_scanner_attach(env->scanner, cc.dirfd, s->pid) < 0) {
+		if (cc.dirfd < 0 || range_scanner_attach(&e->range, cc.dirfd, s->pid) < 0) {
 			close(pidfd);
 			pidfd = -ESRCH;
 		}
@@ -209,18 +211,18 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 				       .recheck_ctx = &cc};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
-	range_scanner_detach(env->scanner);
+	range_scanner_detach(&e->range);
 	close(cc.dirfd);
 	ps->stale_dropped += cc.stale;
 	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
 		s->nblocks = 0;
 	if (ok) {                     /* coverage.h: the last scan's THP numbers are stale now */
 		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
-		thp_usage_refresh(env->proc_root, s->pid, s->start_ticks, env->smaps_buf, env->smaps_cap, env->vmas,
+		thp_usage_refresh(env->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap, &e->vmas,
 				  &s->usage);
 		/* As after a scan: a process with tens of thousands of VMAs
 		 * must not leave its smaps buffers to every later pass. */
-		smaps_trim(env->smaps_buf, env->smaps_cap, env->vmas, SMAPS_KEEP_BYTES);
+		smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
 	}
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
@@ -318,6 +320,12 @@ bool dispatch_needs_rescan(const struct proc_state *s, double now)
 	return s->last_scan < now && !(s->scan_cursor && s->cursor_set == now);
 }
 
+int dispatcher_init(struct dispatcher *d, const struct hc_paths *paths)
+{
+	vma_list_init(&d->vmas);
+	return range_scanner_init(&d->range, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
+}
+
 int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr)
 {
 	if (GROW(d->batch_addrs, d->capbatch_addrs, nsel + 1) < 0 ||
@@ -337,5 +345,8 @@ void dispatcher_free(struct dispatcher *d)
 	free(d->batch_addrs);
 	free(d->batch_out);
 	free(d->retry);
+	free(d->smaps_buf);
+	vma_list_free(&d->vmas);
+	range_scanner_free(&d->range);
 	memset(d, 0, sizeof(*d));
 }

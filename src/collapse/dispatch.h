@@ -20,7 +20,8 @@
  * collapsed. Then
  * each call's blocks are checked again right before it (the process, the
  * policies it was scanned under, and range_scan_recheck() over just those
- * blocks): the stale ones are not submitted (COLLAPSE_STALE). What each
+ * blocks, through the dispatcher's own range scanner): the stale ones are
+ * not submitted (COLLAPSE_STALE). What each
  * outcome makes it do is dispatch_outcome()'s decision. */
 #pragma once
 #include <stdbool.h>
@@ -34,23 +35,35 @@
 #include "collapse.h"
 #include "histogram.h"
 #include "pass.h"
+#include "paths.h"
+#include "range_scan.h"
+#include "smaps_scan.h" /* struct vma_list */
 
 struct budget;
 struct cold_ranges;
 struct config;
 struct policy;
 struct proc_state;
-struct range_scanner;
-struct vma_list;
 
-/* The dispatcher's state, written here alone: the batch buffers, the
- * seams of the call (madvise_fn, alloc_failed), the bytes collapsed per
- * cgroup and the seconds per block. */
+/* The dispatcher's state, written here alone: the batch buffers, its own
+ * scratch (the recheck's range scanner, the smaps text and VMAs read again
+ * after a collapse), the seams of the call (madvise_fn, alloc_failed), the
+ * bytes collapsed per cgroup and the seconds per block. */
 struct dispatcher {
 	uint64_t *batch_addrs;
 	uint8_t *batch_out;
 	struct candidate *retry;
 	size_t capbatch_addrs, capbatch_out, capretry;
+	/* The re-check's page-table reads (range_scan_recheck()), attached to
+	 * one process per call; its fds and probes are dispatcher_init()'s,
+	 * and, like the scanner's, injectable (scan_ioctl, swap_configured,
+	 * kpageflags_fd, have_pfns, use_scan_ioctl). It never probes
+	 * (probe_fn NULL) and never stops midway (stop NULL): a re-check reads
+	 * one call's blocks. */
+	struct range_scanner range;
+	char *smaps_buf; /* scratch: the smaps text, for the THP numbers after a collapse */
+	size_t smaps_cap;
+	struct vma_list vmas;          /* scratch: its VMAs */
 	process_madvise_fn madvise_fn; /* injectable for tests */
 	/* pidfd_open(2) of a process to collapse: pidfd_open_pid() by default,
 	 * -1 with errno on failure; injectable, for a test whose processes
@@ -77,10 +90,6 @@ struct dispatch_env {
 	const struct config *cfg;
 	const char *proc_root;
 	double (*now)(void);
-	struct range_scanner *scanner; /* the recheck's page-table reads */
-	char **smaps_buf;              /* scratch for the THP numbers after a collapse */
-	size_t *smaps_cap;
-	struct vma_list *vmas;
 	struct budget *budget; /* charged per call */
 	void *ctx;             /* of the four below */
 	/* Reads s's cgroup again and looks its policy up (rescan.h). */
@@ -102,6 +111,12 @@ struct collapse_run {
 	unsigned enomem_procs; /* processes that answered ENOMEM this pass */
 	bool stop;             /* ENOMEM_PROCS_PER_PASS, EPERM or the deadline: no more this pass */
 };
+
+/* Opens the dispatcher's range scanner (paths->pagemap_read: the read
+ * path; paths must outlive d) and readies its smaps scratch. The seams
+ * (madvise_fn, pidfd_open, alloc_failed) are the caller's to set. 0 or
+ * -errno. */
+int dispatcher_init(struct dispatcher *d, const struct hc_paths *paths);
 
 /* Sizes the batch buffers for nsel blocks and points cr at them. 0 or
  * -ENOMEM. */

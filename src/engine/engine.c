@@ -151,6 +151,11 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	}
 	sampler_init(&e->sampler, e->procs);
 	r = scanner_init(&e->scanner, paths);
+	if (r == 0) {
+		r = dispatcher_init(&e->dispatch, paths);
+		if (r < 0)
+			scanner_free(&e->scanner);
+	}
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
@@ -488,8 +493,8 @@ static const struct cold_ranges *cold_drain(void *ctx)
 	return &e->cold.ranges;
 }
 
-/* What dispatch uses of the other stages: the table, the scanner's
- * readers and scratch, the budget, and the checks before each call. */
+/* What dispatch uses of the other stages: the table, the budget, and the
+ * checks before each call. */
 static struct dispatch_env dispatch_env(struct engine *e)
 {
 	return (struct dispatch_env){.st = e->st,
@@ -497,10 +502,6 @@ static struct dispatch_env dispatch_env(struct engine *e)
 				     .cfg = e->cfg,
 				     .proc_root = e->paths->proc,
 				     .now = e->now,
-				     .scanner = &e->scanner.range,
-				     .smaps_buf = &e->scanner.smaps_buf,
-				     .smaps_cap = &e->scanner.smaps_cap,
-				     .vmas = &e->scanner.vmas,
 				     .budget = selector_budget(&e->selector),
 				     .ctx = e,
 				     .refresh_policy = refresh_policy,

@@ -21,8 +21,15 @@
  * each call's blocks are checked again right before it (the process, the
  * policies it was scanned under, and range_scan_recheck() over just those
  * blocks, through the dispatcher's own range scanner): the stale ones are
- * not submitted (COLLAPSE_STALE). What each
- * outcome makes it do is dispatch_outcome()'s decision. */
+ * not submitted (COLLAPSE_STALE). What each outcome makes it do is
+ * dispatch_outcome()'s decision.
+ *
+ * The dispatcher reads the process table and never writes it: what its
+ * outcomes make of each process and block comes back in
+ * collapse_run.fx (collapse_effects.h), which engine.c applies after each
+ * round, so that the EAGAIN retry sees what the first round changed.
+ * Within one process's call it carries its own copy of what the earlier
+ * blocks changed (the ENOMEM streak, a forgotten process). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,6 +40,7 @@
 
 #include "cgroup2.h" /* struct cgroup_bytes */
 #include "collapse.h"
+#include "collapse_effects.h" /* the output of a round */
 #include "histogram.h"
 #include "pass.h"
 #include "paths.h"
@@ -45,15 +53,19 @@ struct config;
 struct policy;
 struct proc_state;
 
-/* The dispatcher's state, written here alone: the batch buffers, its own
- * scratch (the recheck's range scanner, the smaps text and VMAs read again
- * after a collapse), the seams of the call (madvise_fn, alloc_failed), the
- * bytes collapsed per cgroup and the seconds per block. */
+/* The dispatcher's state, written here alone: the batch buffers and the
+ * effects' (collapse_effects.h), its own scratch (the recheck's range
+ * scanner, the smaps text and VMAs read again after a collapse), the seams
+ * of the call (madvise_fn, alloc_failed), the bytes collapsed per cgroup
+ * and the seconds per block. */
 struct dispatcher {
 	uint64_t *batch_addrs;
 	uint8_t *batch_out;
 	struct candidate *retry;
 	size_t capbatch_addrs, capbatch_out, capretry;
+	struct proc_effect *proc_fx;
+	struct block_effect *block_fx;
+	size_t capproc_fx, capblock_fx;
 	/* The re-check's page-table reads (range_scan_recheck()), attached to
 	 * one process per call; its fds and probes are dispatcher_init()'s,
 	 * and, like the scanner's, injectable (scan_ioctl, swap_configured,
@@ -85,15 +97,16 @@ struct dispatcher {
  * policies and the cold ranges): dispatch never calls back into the
  * scanner itself. */
 struct dispatch_env {
-	struct proc_state *st; /* the table: a candidate's proc indexes it */
+	const struct proc_state *st; /* the table, read only: a candidate's proc indexes it */
 	size_t nst;
 	const struct config *cfg;
 	const char *proc_root;
 	double (*now)(void);
 	struct budget *budget; /* charged per call */
 	void *ctx;             /* of the four below */
-	/* Reads s's cgroup again and looks its policy up (rescan.h). */
-	int (*refresh_policy)(void *ctx, struct proc_state *s, int dirfd);
+	/* Reads st[proc]'s cgroup again and looks its policy up
+	 * (rescan_refresh_policy(): the scanner writes them). */
+	int (*refresh_policy)(void *ctx, uint32_t proc, int dirfd);
 	/* Whether the policies s was scanned under still hold (rescan.h). */
 	bool (*policy_holds)(void *ctx, const struct proc_state *s, int dirfd);
 	struct collapse_limits (*limits)(void *ctx, const struct policy *pol);
@@ -110,6 +123,10 @@ struct collapse_run {
 	bool (*interrupted)(void);
 	unsigned enomem_procs; /* processes that answered ENOMEM this pass */
 	bool stop;             /* ENOMEM_PROCS_PER_PASS, EPERM or the deadline: no more this pass */
+	/* Out: what the last collapse_selected() makes of the table, for the
+	 * engine to apply (collapse_effects_apply()) before anything reads it
+	 * again, the retry round included. */
+	struct collapse_effects fx;
 };
 
 /* Opens the dispatcher's range scanner (paths->pagemap_read: the read
@@ -118,14 +135,16 @@ struct collapse_run {
  * -errno. */
 int dispatcher_init(struct dispatcher *d, const struct hc_paths *paths);
 
-/* Sizes the batch buffers for nsel blocks and points cr at them. 0 or
- * -ENOMEM. */
+/* Sizes the batch and effect buffers for nsel blocks and points cr at
+ * them. 0 or -ENOMEM. */
 int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr);
 
 /* Collapses sel[0..nsel) (consumed: marked used), process by process,
  * until cr->stop. collect_retry: EAGAIN blocks go to cr->retry. Each
  * process's pidfd is proven to be the process that was scanned (same
- * start time and exec fingerprint, its cgroup read again). */
+ * start time and exec fingerprint, its cgroup read again). env->st is
+ * only read: cr->fx says what the outcomes change (from this call's start),
+ * for the caller to apply before the next round. */
 void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, struct candidate *sel, size_t nsel,
 		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now);
 

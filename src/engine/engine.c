@@ -15,6 +15,7 @@
 
 #include "budget.h"
 #include "cgroup2.h"
+#include "collapse_effects.h"
 #include "dispatch.h"
 #include "grow.h"
 #include "log.h"
@@ -463,11 +464,11 @@ static size_t recheck_selected(struct engine *e, const struct pass_options *o, c
 	return dropped;
 }
 
-static int refresh_policy(void *ctx, struct proc_state *s, int dirfd)
+static int refresh_policy(void *ctx, uint32_t proc, int dirfd)
 {
 	const struct engine *e = ctx;
 
-	return rescan_refresh_policy(e->cfg, s, dirfd);
+	return rescan_refresh_policy(e->cfg, &e->st[proc], dirfd);
 }
 
 static bool policy_holds(void *ctx, const struct proc_state *s, int dirfd)
@@ -493,8 +494,8 @@ static const struct cold_ranges *cold_drain(void *ctx)
 	return &e->cold.ranges;
 }
 
-/* What dispatch uses of the other stages: the table, the budget, and the
- * checks before each call. */
+/* What dispatch uses of the other stages: the table (read only), the
+ * budget, and the checks before each call. */
 static struct dispatch_env dispatch_env(struct engine *e)
 {
 	return (struct dispatch_env){.st = e->st,
@@ -539,10 +540,14 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 	env = dispatch_env(e);
 	/* Dispatch consumes the selected front of the order in place. */
 	collapse_selected(&e->dispatch, &env, e->selector.cands, nsel, &cr, ps, true, now);
+	/* What the outcomes make of the table: the retry round reads it. */
+	collapse_effects_apply(e->st, e->nst, &cr.fx);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
-	if (cr.nretry && !cr.stop)
+	if (cr.nretry && !cr.stop) {
 		collapse_selected(&e->dispatch, &env, cr.retry, cr.nretry, &cr, ps, false, now);
+		collapse_effects_apply(e->st, e->nst, &cr.fx);
+	}
 out:
 	for (size_t i = 0; i < e->nst; i++)
 		block_memo_compact(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,

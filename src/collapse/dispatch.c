@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Dispatch to collapse: the verified pidfd, one batched call per process,
- * the outcomes applied to the memos, and the recheck before collapse. */
+ * the outcomes' effects on the table (for the engine to apply), and the
+ * recheck before collapse. */
 #include "dispatch.h"
 
 #include <errno.h>
@@ -23,11 +24,12 @@
 /* A process may have moved to another cgroup since its scan (up to
  * full_rescan_s ago): read its cgroup again, through the dirfd that is open
  * anyway, and let the policy it is under now decide. */
-static bool policy_still_allows(const struct dispatch_env *env, struct proc_state *s, int dirfd)
+static bool policy_still_allows(const struct dispatch_env *env, uint32_t p, int dirfd)
 {
+	const struct proc_state *s = &env->st[p];
 	const struct policy *before = s->policy;
 
-	if (env->refresh_policy(env->ctx, s, dirfd) < 0)
+	if (env->refresh_policy(env->ctx, p, dirfd) < 0)
 		return false; /* logged there */
 	if (s->policy->enable)
 		return true;
@@ -45,14 +47,15 @@ static bool policy_still_allows(const struct dispatch_env *env, struct proc_stat
  * the rest of this pass's blocks to the next scan; with ASLR off the
  * addresses alone stay the same). Then checks its policy again (-ECANCELED: it no longer allows
  * collapsing). */
-static int still_the_same(const struct dispatch_env *env, struct proc_state *s, int dirfd)
+static int still_the_same(const struct dispatch_env *env, uint32_t p, int dirfd)
 {
+	const struct proc_state *s = &env->st[p];
 	struct proc_sample now_stat;
 
 	if (read_proc_stat(dirfd, &now_stat) < 0 || now_stat.start_ticks != s->start_ticks ||
 	    (now_stat.exec_id ^ read_exec_random(dirfd)) != s->exec_id)
 		return -ESRCH;
-	return policy_still_allows(env, s, dirfd) ? 0 : -ECANCELED;
+	return policy_still_allows(env, p, dirfd) ? 0 : -ECANCELED;
 }
 
 static int open_proc_dir(const struct dispatch_env *env, const struct proc_state *s)
@@ -65,15 +68,16 @@ static int open_proc_dir(const struct dispatch_env *env, const struct proc_state
 
 /* Opens a pidfd for a process we sampled and proves it is the same one:
  * after pidfd_open(), still_the_same() on /proc/PID. */
-static int open_verified_pidfd(const struct dispatcher *d, const struct dispatch_env *env, struct proc_state *s)
+static int open_verified_pidfd(const struct dispatcher *d, const struct dispatch_env *env, uint32_t p)
 {
+	const struct proc_state *s = &env->st[p];
 	int pidfd, dirfd, err;
 
 	pidfd = d->pidfd_open(s->pid);
 	if (pidfd < 0)
 		return -errno;
 	dirfd = open_proc_dir(env, s);
-	err = dirfd < 0 ? -ESRCH : still_the_same(env, s, dirfd);
+	err = dirfd < 0 ? -ESRCH : still_the_same(env, p, dirfd);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (err) {
@@ -86,10 +90,12 @@ static int open_verified_pidfd(const struct dispatcher *d, const struct dispatch
 /* The re-check right before each call (collapse.h): the process, its
  * cgroup's policy and the THP policy and prctl it was scanned under
  * (env->policy_holds), then the page tables of just these blocks
- * (range_scan_recheck), with the scan's limits. */
+ * (range_scan_recheck, through the dispatcher's range scanner), with the
+ * scan's limits. */
 struct call_check {
 	const struct dispatch_env *env;
-	struct proc_state *s;
+	struct range_scanner *range; /* the dispatcher's, attached to p */
+	uint32_t p;
 	int dirfd;
 	int err; /* why the calls stopped: -ESRCH, -ECANCELED, ... */
 	uint64_t stale;
@@ -98,10 +104,10 @@ struct call_check {
 static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 {
 	struct call_check *cc = opaque;
-	struct proc_state *s = cc->s;
+	const struct proc_state *s = &cc->env->st[cc->p];
 	struct recheck_block b[RECHECK_MAX];
 	uint8_t result[RECHECK_MAX];
-	int err = still_the_same(cc->env, s, cc->dirfd);
+	int err = still_the_same(cc->env, cc->p, cc->dirfd);
 
 	if (!err && !cc->env->policy_holds(cc->env->ctx, s, cc->dirfd))
 		err = -ECANCELED;
@@ -117,7 +123,7 @@ static int recheck_call(void *opaque, const uint64_t *addrs, size_t n, bool *ok)
 	if (!err) {
 		const struct collapse_limits lim = cc->env->limits(cc->env->ctx, s->policy);
 
-		err = range_scan_recheck(cc->env->scanner, b, n, &lim, result);
+		err = range_scan_recheck(cc->range, b, n, &lim, result);
 	}
 	if (err) {
 		cc->err = err;
@@ -165,22 +171,37 @@ static void observe_call(void *ctx, double seconds, size_t nblocks)
 		histogram_observe(&e->block_hist, seconds / (double)nblocks, nblocks);
 }
 
-/* Collapses n blocks (cr->addrs) of one process and applies the outcomes. */
+/* Keeps a block's effect in cr->fx, if it has one. */
+static void add_block_effect(struct collapse_run *cr, const struct block_effect *b)
+{
+	if (b->drop || b->refused || b->set_eagain)
+		cr->fx.blocks[cr->fx.nblocks++] = *b;
+}
+
+/* Collapses n blocks (cr->addrs) of one process and says in cr->fx what the
+ * outcomes make of it. Its effect (pe) is also this call's copy of what
+ * the earlier blocks changed: the ENOMEM streak the next block's decision
+ * reads, and whether the process is forgotten (then no block has a memo).
+ * A call's blocks are distinct (one candidate per memo: budget.c), so no
+ * block sees another's drop or EAGAIN count. */
 static void collapse_process(struct dispatcher *e, const struct dispatch_env *env, uint32_t p, struct collapse_run *cr,
 			     size_t n, struct pass_stats *ps, bool collect_retry, double now)
 {
-	struct proc_state *s = &env->st[p];
-	int pidfd = open_verified_pidfd(e, env, s);
-	struct call_check cc = {.env = env, .s = s, .dirfd = -1};
+	const struct proc_state *s = &env->st[p];
+	struct proc_effect *pe = &cr->fx.procs[cr->fx.nprocs++];
+	int pidfd;
+	struct call_check cc = {.env = env, .range = &e->range, .p = p, .dirfd = -1};
 	size_t ok;
 
+	*pe = (struct proc_effect){.proc = p, .enomem_streak = s->enomem_streak, .backoff_until = s->backoff_until};
+	pidfd = open_verified_pidfd(e, env, p);
 	if (pidfd == -ECANCELED) { /* moved under a policy that says no */
-		s->nblocks = 0;
+		pe->forget = true;
 		return;
 	}
 	if (pidfd >= 0) {
 		cc.dirfd = open_proc_dir(env, s);
-		if (cc.dirfd < 0 || range_scanner_attach(env->scanner, cc.dirfd, s->pid) < 0) {
+		if (cc.dirfd < 0 || range_scanner_attach(&e->range, cc.dirfd, s->pid) < 0) {
 			close(pidfd);
 			pidfd = -ESRCH;
 		}
@@ -189,7 +210,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 		if (cc.dirfd >= 0)
 			close(cc.dirfd);
 		ps->outcomes[COLLAPSE_ESRCH] += n;
-		s->nblocks = 0;
+		pe->forget = true;
 		return;
 	}
 	/* The policy bounds how long one call may hold the target's mmap lock
@@ -209,18 +230,19 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 				       .recheck_ctx = &cc};
 	ok = collapse_blocks_io(pidfd, cr->addrs, n, &io, cr->out);
 	close(pidfd);
-	range_scanner_detach(env->scanner);
+	range_scanner_detach(&e->range);
 	close(cc.dirfd);
 	ps->stale_dropped += cc.stale;
 	if (cc.err == -ECANCELED || cc.err == -ESRCH) /* no longer allowed, or not the one we scanned */
-		s->nblocks = 0;
-	if (ok) {                     /* coverage.h: the last scan's THP numbers are stale now */
-		s->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
-		thp_usage_refresh(env->proc_root, s->pid, s->start_ticks, env->smaps_buf, env->smaps_cap, env->vmas,
-				  &s->usage);
+		pe->forget = true;
+	if (ok) {                      /* coverage.h: the last scan's THP numbers are stale now */
+		pe->enomem_streak = 0; /* it got huge pages: its next ENOMEM starts over */
+		pe->usage = s->usage;
+		pe->usage_set = thp_usage_refresh(env->proc_root, s->pid, s->start_ticks, &e->smaps_buf, &e->smaps_cap,
+						  &e->vmas, &pe->usage) == 0;
 		/* As after a scan: a process with tens of thousands of VMAs
 		 * must not leave its smaps buffers to every later pass. */
-		smaps_trim(env->smaps_buf, env->smaps_cap, env->vmas, SMAPS_KEEP_BYTES);
+		smaps_trim(&e->smaps_buf, &e->smaps_cap, &e->vmas, SMAPS_KEEP_BYTES);
 	}
 	/* Submitted blocks spend the budget, whatever the outcome; an EAGAIN
 	 * retry later in the pass was paid for already. */
@@ -236,15 +258,16 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 			 (int)s->pid, s->prev.comm, ok * 2);
 	for (size_t i = 0; i < n; i++) {
 		enum collapse_outcome oc = cr->out[i];
-		struct block_memo *m = block_memo_find(s->blocks, s->nblocks, cr->addrs[i]);
+		/* A forgotten process has no memos left. */
+		const struct block_memo *m = pe->forget ? NULL : block_memo_find(s->blocks, s->nblocks, cr->addrs[i]);
 		/* s->policy is NULL if its cgroup became unreadable in the
-		 * re-check: then its blocks are gone (nblocks 0), m too. */
+		 * re-check: then its blocks are gone (forgotten), m too. */
 		const struct outcome_facts f = {.outcome = oc,
 						.has_memo = m != NULL,
 						.eagain = m ? m->eagain : 0,
 						.eagain_retries = s->policy ? s->policy->eagain_retries : 0,
 						.collect_retry = collect_retry,
-						.enomem_streak = s->enomem_streak,
+						.enomem_streak = pe->enomem_streak,
 						.alloc_backoff_ms = env->cfg->alloc_backoff_ms,
 						.enomem_procs = cr->enomem_procs};
 		const struct outcome_decision d = dispatch_outcome(&f);
@@ -252,21 +275,27 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 		ps->outcomes[oc]++;
 		if (d.collapsed)
 			ps->collapsed_bytes += HPAGE_SIZE;
-		if (d.fate == BLOCK_REFUSED) /* while its VMA stays the same (rescan.c) */
-			addr_set_add(&s->refused, cr->addrs[i], m ? m->vma_tag : 0, now);
-		if (d.fate != BLOCK_KEEP)
-			block_memo_drop(s->blocks, s->nblocks, cr->addrs[i]);
-		if (d.count_eagain && m)
-			m->eagain = d.eagain;
+		/* A block without a memo has nothing to drop or count. */
+		const struct block_effect b = {.proc = p,
+					       .addr = cr->addrs[i],
+					       .drop = d.fate != BLOCK_KEEP && m,
+					       /* while its VMA stays the same (rescan.c) */
+					       .refused = d.fate == BLOCK_REFUSED,
+					       .vma_tag = m ? m->vma_tag : 0,
+					       .refused_at = now,
+					       .set_eagain = d.count_eagain && m,
+					       .eagain = d.eagain};
+
+		add_block_effect(cr, &b);
 		if (d.retry)
 			cr->retry[cr->nretry++] = (struct candidate){.proc = p, .addr = cr->addrs[i]};
 		if (d.back_off) {
-			s->enomem_streak = d.enomem_streak;
-			s->backoff_until = now + d.backoff_s;
+			pe->enomem_streak = d.enomem_streak;
+			pe->backoff_until = now + d.backoff_s;
 			log_proc_id(
 			    LOG_WARNING, HC_MSGID_BACKOFF, s->pid, proc_state_cgroup(s), "enomem",
 			    "pid %d (%s): no huge page available (%u in a row): backing off this process for %.0f ms",
-			    (int)s->pid, s->prev.comm, (unsigned)s->enomem_streak, d.backoff_s * 1e3);
+			    (int)s->pid, s->prev.comm, (unsigned)pe->enomem_streak, d.backoff_s * 1e3);
 			cr->enomem_procs++;
 		}
 		if (d.missing_privilege) {
@@ -278,7 +307,7 @@ static void collapse_process(struct dispatcher *e, const struct dispatch_env *en
 		if (d.stop_pass)
 			cr->stop = true;
 		if (d.forget_process) {
-			s->nblocks = 0;
+			pe->forget = true;
 			return;
 		}
 	}
@@ -288,6 +317,7 @@ void collapse_selected(struct dispatcher *d, const struct dispatch_env *env, con
 		       struct collapse_run *cr, struct pass_stats *ps, bool collect_retry, double now)
 {
 	memset(cr->taken, 0, nsel * sizeof(*cr->taken));
+	cr->fx.nprocs = cr->fx.nblocks = 0; /* this round's */
 	for (size_t i = 0; i < nsel && !cr->stop; i++) {
 		uint32_t p = sel[i].proc;
 		size_t n = 0;
@@ -320,17 +350,27 @@ bool dispatch_needs_rescan(const struct proc_state *s, double now)
 	return s->last_scan < now && !(s->scan_cursor && s->cursor_set == now);
 }
 
+int dispatcher_init(struct dispatcher *d, const struct hc_paths *paths)
+{
+	vma_list_init(&d->vmas);
+	return range_scanner_init(&d->range, paths->pagemap_read ? PAGEMAP_READ : PAGEMAP_AUTO, paths);
+}
+
 int dispatch_reserve(struct dispatcher *d, size_t nsel, struct collapse_run *cr)
 {
+	/* A round has at most one effect per block and per process: the
+	 * retry round's blocks are some of the first's. */
 	if (GROW(d->batch_addrs, d->capbatch_addrs, nsel + 1) < 0 ||
 	    GROW(d->batch_out, d->capbatch_out, nsel + 1) < 0 || GROW(d->retry, d->capretry, nsel + 1) < 0 ||
-	    GROW(d->taken, d->captaken, nsel + 1) < 0 || GROW(d->charges, d->capcharges, nsel + 1) < 0)
+	    GROW(d->taken, d->captaken, nsel + 1) < 0 || GROW(d->charges, d->capcharges, nsel + 1) < 0 ||
+	    GROW(d->proc_fx, d->capproc_fx, nsel + 1) < 0 || GROW(d->block_fx, d->capblock_fx, nsel + 1) < 0)
 		return -ENOMEM;
 	cr->addrs = d->batch_addrs;
 	cr->out = d->batch_out;
 	cr->retry = d->retry;
 	cr->taken = d->taken;
 	cr->charges = d->charges;
+	cr->fx = (struct collapse_effects){.procs = d->proc_fx, .blocks = d->block_fx};
 	return 0;
 }
 
@@ -344,5 +384,10 @@ void dispatcher_free(struct dispatcher *d)
 	free(d->retry);
 	free(d->taken);
 	free(d->charges);
+	free(d->proc_fx);
+	free(d->block_fx);
+	free(d->smaps_buf);
+	vma_list_free(&d->vmas);
+	range_scanner_free(&d->range);
 	memset(d, 0, sizeof(*d));
 }

@@ -15,6 +15,7 @@
 
 #include "budget.h"
 #include "cgroup2.h"
+#include "collapse_effects.h"
 #include "dispatch.h"
 #include "grow.h"
 #include "log.h"
@@ -151,6 +152,11 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	}
 	sampler_init(&e->sampler, e->procs);
 	r = scanner_init(&e->scanner, paths);
+	if (r == 0) {
+		r = dispatcher_init(&e->dispatch, paths);
+		if (r < 0)
+			scanner_free(&e->scanner);
+	}
 	if (r < 0) {
 		procs_close(e->procs);
 		e->procs = NULL;
@@ -469,11 +475,11 @@ static size_t recheck_selected(struct engine *e, const struct pass_options *o, c
 	return dropped;
 }
 
-static int refresh_policy(void *ctx, struct proc_state *s, int dirfd)
+static int refresh_policy(void *ctx, uint32_t proc, int dirfd)
 {
 	const struct engine *e = ctx;
 
-	return rescan_refresh_policy(e->cfg, s, dirfd);
+	return rescan_refresh_policy(e->cfg, &e->st[proc], dirfd);
 }
 
 static bool policy_holds(void *ctx, const struct proc_state *s, int dirfd)
@@ -499,8 +505,8 @@ static const struct cold_ranges *cold_drain(void *ctx)
 	return &e->cold.ranges;
 }
 
-/* What dispatch uses of the other stages: the table, the scanner's
- * readers and scratch, and the checks before each call. */
+/* What dispatch uses of the other stages: the table (read only) and the
+ * checks before each call. */
 static struct dispatch_env dispatch_env(struct engine *e)
 {
 	return (struct dispatch_env){.st = e->st,
@@ -508,10 +514,6 @@ static struct dispatch_env dispatch_env(struct engine *e)
 				     .cfg = e->cfg,
 				     .proc_root = e->paths->proc,
 				     .now = e->now,
-				     .scanner = &e->scanner.range,
-				     .smaps_buf = &e->scanner.smaps_buf,
-				     .smaps_cap = &e->scanner.smaps_cap,
-				     .vmas = &e->scanner.vmas,
 				     .ctx = e,
 				     .refresh_policy = refresh_policy,
 				     .policy_holds = policy_holds,
@@ -553,10 +555,14 @@ static int collapse_in_order(struct engine *e, const struct pass_options *o, str
 	/* What was submitted spends the budget, whatever the outcome. */
 	for (size_t i = 0; i < cr.ncharges; i++)
 		selector_charge(&e->selector, e->cfg, cr.charges[i].pol, cr.charges[i].bytes);
+	/* What the outcomes make of the table: the retry round reads it. */
+	collapse_effects_apply(e->st, e->nst, &cr.fx);
 	/* EAGAIN is transient (a page was locked or off the LRU): one more try
 	 * at the end of the pass; later passes retry up to eagain_retries. */
-	if (cr.nretry && !cr.stop)
+	if (cr.nretry && !cr.stop) {
 		collapse_selected(&e->dispatch, &env, cr.retry, cr.nretry, &cr, ps, false, now);
+		collapse_effects_apply(e->st, e->nst, &cr.fx);
+	}
 out:
 	for (size_t i = 0; i < e->nst; i++)
 		block_memo_compact(e->st[i].blocks, &e->st[i].nblocks, &e->st[i].given_up,

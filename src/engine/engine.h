@@ -32,18 +32,23 @@
  *   is its own output, which the selection is made from;
  * - the recheck before collapse: dispatch_needs_rescan() names the
  *   selected processes to find again, engine.c asks the scanner;
- * - dispatcher (dispatch.c, struct dispatcher: batch buffers, madvise_fn,
- *   alloc_failed, bytes per cgroup; struct dispatch_env: what it uses of
- *   the others, the checks before each call answered by engine.c): reads
- *   the selection, and says what it submitted (struct dispatch_charge),
- *   which engine.c charges to the selector's budget;
+ * - dispatcher (dispatch.c, struct dispatcher: batch buffers, its own
+ *   range scanner and smaps scratch, madvise_fn, alloc_failed, bytes per
+ *   cgroup; struct dispatch_env: what it uses of the others, the table
+ *   read only, the checks before each call answered by engine.c): reads
+ *   the selection; its outputs are what it submitted (struct
+ *   dispatch_charge), which engine.c charges to the selector's budget, and
+ *   what the outcomes make of the table (struct collapse_effects,
+ *   collapse_effects.h, on the scanner's side), which engine.c applies
+ *   after each round (the first and the EAGAIN retry);
  * - statistics (this file: total, last, passes), read by report.c,
  *   metrics.c, coverage.c and the service as a const struct engine_stats
  *   (engine_stats.h), never as the engine.
  * Seams for tests: now (the clock), sampler.enumerate, sampler.doorbell_rang
  * and doorbell_drain, dispatch.madvise_fn, pidfd_open and alloc_failed,
- * scanner.prctl_exact and scanner.prctl_infer, pressure_check and paths
- * (paths.h). */
+ * scanner.prctl_exact and scanner.prctl_infer, the range scanners'
+ * (scanner.range, dispatch.range) ioctl and files, pressure_check and
+ * paths (paths.h). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -85,7 +90,7 @@ struct engine {
 	long hz;
 	struct proc_state *st; /* sorted by pid */
 	size_t nst, capst;
-	struct dispatcher dispatch;  /* dispatch.h: batch buffers, the call's seams, bytes per cgroup */
+	struct dispatcher dispatch;  /* dispatch.h: batch buffers, its scratch, the call's seams, bytes per cgroup */
 	uint64_t doorbell_wakeups;   /* back to back: passes the doorbell's poll woke (service) */
 	uint64_t news_passes;        /* timer: passes run early for news (service) */
 	pid_t news[ENGINE_NEWS_MAX]; /* engine_news()'s list */

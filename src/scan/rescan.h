@@ -45,9 +45,9 @@ struct proc_state;
 #define COLD_RECHECK_S 5.0
 
 /* The scanner's state, written here alone (rescan.c): the page-table
- * reader, the scratch one process's scan reuses (lent to the dispatcher
- * between scans, dispatch.h), where the last pass stopped, the THP policy
- * its verdicts are made under, and the prctl seams. */
+ * reader, the scratch one process's scan reuses (the dispatcher has its
+ * own, dispatch.h), where the last pass stopped, the THP policy its
+ * verdicts are made under, and the prctl seams. */
 struct scanner {
 	struct range_scanner range; /* pagemap and kpageflags (range_scan.h) */
 	char *smaps_buf;            /* scratch: the process's smaps text */

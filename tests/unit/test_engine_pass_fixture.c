@@ -396,6 +396,17 @@ struct fixture {
 	int kpageflags_fd;
 };
 
+/* A range scanner reading the fixture's pagemap files and kpageflags_fd
+ * (its own: closed with the scanner). */
+static void fixture_range(struct range_scanner *r, int kpageflags_fd)
+{
+	if (r->kpageflags_fd >= 0)
+		close(r->kpageflags_fd);
+	r->kpageflags_fd = kpageflags_fd;
+	r->have_pfns = true;
+	r->use_scan_ioctl = false;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -441,17 +452,16 @@ static int setup(void **state)
 	e->memcg = memcg_gate_new(f->paths.mountinfo); /* freed by engine_free */
 	assert_non_null(e->memcg);
 	assert_int_equal(memcg_gate_set_roots(e->memcg, &roots), 0);
-	/* The scanner's seam is its files: the fixture's kpageflags, PFNs
-	 * shown (as to root), and the read path (a file answers no
-	 * PAGEMAP_SCAN ioctl). */
+	/* The page-table readers' seam is their files: the fixture's
+	 * kpageflags, PFNs shown (as to root), and the read path (a file
+	 * answers no PAGEMAP_SCAN ioctl), for the scanner's and for the
+	 * dispatcher's re-check alike. */
 	path_of(path, sizeof(path), 0, "kpageflags");
 	f->kpageflags_fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(f->kpageflags_fd >= 0);
-	if (e->scanner.range.kpageflags_fd >= 0)
-		close(e->scanner.range.kpageflags_fd);
-	e->scanner.range.kpageflags_fd = f->kpageflags_fd; /* closed by engine_free */
-	e->scanner.range.have_pfns = true;
-	e->scanner.range.use_scan_ioctl = false;
+	fixture_range(&e->scanner.range, f->kpageflags_fd); /* closed by engine_free */
+	fixture_range(&e->dispatch.range, dup(f->kpageflags_fd));
+	assert_true(e->dispatch.range.kpageflags_fd >= 0);
 	return 0;
 }
 

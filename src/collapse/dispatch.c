@@ -16,7 +16,7 @@
 #include "config.h"
 #include "grow.h"
 #include "log.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "range_scan.h"
 #include "smaps_scan.h"
 #include "smaps_usage.h"

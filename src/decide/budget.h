@@ -20,7 +20,7 @@
 
 #include "pid_filter.h"
 #include "plan.h"
-#include "proc_table.h"
+#include "proc_state.h"
 
 struct config;
 struct policy;

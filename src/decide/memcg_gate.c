@@ -14,7 +14,7 @@
 #include "grow.h"
 #include "log.h"
 #include "pass.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "procfs.h"
 
 #define CGROUP_FILE 32768 /* /proc/PID/cgroup: long on v1 hosts */

@@ -406,7 +406,7 @@ static struct selector_input selector_input(const struct engine *e, const struct
 
 /* The memory cgroup gate on the selector's order: what fits is its
  * output (gated_candidates()); each process's results follow what it held
- * back (their owner: proc_table.c). */
+ * back (their owner: proc_state.c). */
 static int memcg_hold_back(struct engine *e, const struct candidate *order, size_t norder, struct pass_stats *ps)
 {
 	const struct memcg_gate_input in = {.st = e->st,

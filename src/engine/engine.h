@@ -17,7 +17,7 @@
  * (it alone writes it), takes explicit inputs and calls only down:
  * - sampler (sampler.c, struct sampler: the fault doorbell, the listing's
  *   PID sets, the rolling cursor, the mapped-memory watch, the sample):
- *   merges the pass's sample into the process table (proc_table.c owns
+ *   merges the pass's sample into the process table (proc_state.c owns
  *   struct proc_state and its merge, sweep and update);
  * - scanner (rescan.c, struct scanner: the range scanner, its scratch
  *   (smaps_buf, vmas, old_blocks), the resume cursor, the THP policy and
@@ -65,7 +65,7 @@
 #include "mem_pressure.h"
 #include "paths.h"
 #include "plan.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "procs.h"
 #include "range_scan.h"
 #include "rescan.h"

@@ -16,7 +16,7 @@
 #include "histogram.h"
 #include "pass.h"
 #include "plan.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "scan_result.h"
 
 struct config;

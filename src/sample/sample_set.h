@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #include "fault_ring.h"
-#include "proc_table.h"
+#include "proc_state.h"
 
 /* New and exited processes are found by a readdir of /proc at most this
  * often: it costs about 1 us per process in the kernel (3 ms at 3000

@@ -11,7 +11,7 @@
 
 #include "grow.h"
 #include "log.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "sample_set.h"
 
 #define DOORBELL_CHECK_S 1.0

@@ -7,7 +7,7 @@
  * says who faulted; every process (the enumerator) when it cannot, when
  * records were lost, when mapped memory moved without faults, or when the
  * pass asks for every process (--pid, --once). Either way the result is
- * merged into the process table (proc_table.h, which owns the merge). */
+ * merged into the process table (proc_state.h, which owns the merge). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

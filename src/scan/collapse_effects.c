@@ -3,7 +3,7 @@
 #include "collapse_effects.h"
 
 #include "block_memo.h"
-#include "proc_table.h"
+#include "proc_state.h"
 
 void collapse_effects_apply(struct proc_state *st, size_t nst, const struct collapse_effects *fx)
 {

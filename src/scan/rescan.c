@@ -19,7 +19,7 @@
 #include "pass.h"
 #include "pid_filter.h"
 #include "prctl_iter.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "procfs.h"
 #include "rescan_reason.h"
 #include "sample_set.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* thp_usage: a process's or a cgroup's THP usage, as its last scan or its
- * memory.stat saw it: kept per process (proc_table.h), summed and read
+ * memory.stat saw it: kept per process (proc_state.h), summed and read
  * by coverage (coverage.h, which computes it). */
 #pragma once
 #include <stdint.h>

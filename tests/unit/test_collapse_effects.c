@@ -14,7 +14,7 @@
 
 #include "block_memo.h"
 #include "collapse_effects.h"
-#include "proc_table.h"
+#include "proc_state.h"
 
 #define BLOCK (UINT64_C(2) << 20)
 

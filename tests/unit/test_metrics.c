@@ -20,7 +20,7 @@
 #include "collapse.h"
 #include "config.h"
 #include "engine_stats.h"
-#include "proc_table.h"
+#include "proc_state.h"
 #include "metrics.h"
 #include "status.h"
 #include "scan_result.h"

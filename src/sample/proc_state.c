@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The process table: find, update from a sample, sweep the exited. */
-#include "proc_table.h"
+#include "proc_state.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* proc_table: the engine's table of known processes (struct proc_state),
+/* proc_state: the engine's table of known processes (struct proc_state),
  * kept sorted by pid, and how one sample of every process updates it.
  *
  * proc_states_update() is pure: given the new sample (sorted by pid, as

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* proc_table: the table of known processes updated from samples, pure
+/* proc_state: the table of known processes updated from samples, pure
  * (proc_states_update) and through engine_sample() with an injected
  * enumerator and clock. A PID whose start time changed is a different
  * process: its state is forgotten, never merged. Recycled PIDs with the table
@@ -17,7 +17,7 @@
 
 #include "config.h"
 #include "engine.h"
-#include "proc_table.h"
+#include "proc_state.h"
 
 #define MAXP 64
 

@@ -90,7 +90,8 @@ int task_events_reduce(struct task_events *t, pid_t **born, size_t *nborn, size_
 		       size_t *capgone)
 {
 	*nborn = *ngone = 0;
-	qsort(t->ev, t->n, sizeof(*t->ev), by_pid_then_time);
+	if (t->n > 1) /* qsort() of NULL, 0 is undefined */
+		qsort(t->ev, t->n, sizeof(*t->ev), by_pid_then_time);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct task_event *e = &t->ev[i];
 

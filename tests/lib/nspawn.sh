@@ -188,12 +188,13 @@ nspawn_boot()
 		hc_log "console: $(tail -n5 "$HC_TMP/console.log")"
 		return 1
 	fi
-	# Until its PID 1 listens, systemctl cannot connect; then --wait
-	# blocks until boot is done.
+	# Until its PID 1 has made /run/systemd/system, systemctl says
+	# "offline"; until it listens, it cannot connect; then --wait blocks
+	# until boot is done. How soon each comes differs from host to host.
 	for ((i = 0; i < 900; i++)); do
 		state=$(timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
 			systemctl is-system-running --wait 2>&1)
-		[[ $state == *"Failed to connect"* ]] || break
+		[[ $state == *"Failed to connect"* || $state == offline* ]] || break
 		kill -0 "$NSPAWN_PID" 2>/dev/null || break
 		sleep 0.1
 	done

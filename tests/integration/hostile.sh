@@ -293,7 +293,11 @@ done
 # read-only exec text), so its VMA was parsed, name and all.
 read -r _ "WL_PID[mapper]" "WL_ADDR[mapper]" "WL_LEN[mapper]" <"$HC_TMP/mapfile.out"
 if ((WL_ADDR[mapper] % (2 << 20) == 0)); then
-	assert_eq "dry run lists both 2 MiB blocks of the long-named file" "$(json_candidates_in "$HC_TMP/dry.json" mapper)" 2
+	n=$(json_candidates_in "$HC_TMP/dry.json" mapper)
+	assert_eq "dry run lists both 2 MiB blocks of the long-named file" "$n" 2
+	# Why not, when not (seen once, under the sanitizer build in a pristine root):
+	[[ $n == 2 ]] || hc_log "the mapper in the dry run: $(jq -c --argjson pid "$MAPPER" \
+		'.processes[]? | select(.pid == $pid) | del(.comm)' "$HC_TMP/dry.json" | head -c 2000)"
 else
 	hc_log "the file mapping at ${WL_ADDR[mapper]} is not 2 MiB aligned: its blocks cannot be candidates"
 fi

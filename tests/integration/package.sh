@@ -211,6 +211,8 @@ container_life_cycle()
 	assert_eq "nothing named hugecollapsed is left" \
 		"$(comm -13 "$HC_TMP/files.before" "$HC_TMP/files.after" | grep -i hugecollapsed | tr '\n' ' ')" ""
 	nspawn_poweroff
+	assert_eq "no cgroup left by nspawn (hc-nspawn-PID, payload, supervisor; cgroup2 and name=systemd)" \
+		"$(nspawn_leftover_cgroups)" 0
 }
 
 if nspawn_boot "$ROOT"; then

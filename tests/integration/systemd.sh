@@ -307,6 +307,6 @@ for p in /proc/[0-9]*; do
 done
 assert_eq "no process left in the container root" "$left" 0
 assert_eq "no mount left under the container root" "$(nspawn_leftover_mounts "$ROOT")" 0
-assert_eq "no cgroup left by nspawn (payload, supervisor)" "$(nspawn_leftover_cgroups)" 0
+assert_eq "no cgroup left by nspawn (hc-nspawn-PID, payload, supervisor; cgroup2 and name=systemd)" "$(nspawn_leftover_cgroups)" 0
 
 hc_summary

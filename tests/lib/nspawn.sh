@@ -129,27 +129,47 @@ inc()
 }
 
 # nspawn splits the cgroup it runs in into "payload" (the container) and
-# "supervisor" (itself). Where PID 1 is not systemd nobody removes them, so
-# nspawn_poweroff does, if they were not there before the boot.
-NSPAWN_CGROUPS=()
-nspawn_cgroup_dir()
+# "supervisor" (itself), in the cgroup2 hierarchy and, on a hybrid host, in
+# the name=systemd one too. Where PID 1 is not systemd nobody removes them,
+# and a pair left at a shared place by an earlier run would be nobody's. So
+# nspawn runs in a cgroup of this test's own (hc-nspawn-PID) in each
+# hierarchy, and nspawn_poweroff removes those subtrees; the pair next to
+# them is counted and removed too, should nspawn ever put it there.
+NSPAWN_CGROUPS=() NSPAWN_CREATED_CGROUPS=()
+
+# The test's own cgroup in each hierarchy nspawn uses (mount point + path).
+nspawn_hierarchies()
 {
 	local mnt rel
-	mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	[[ -n $mnt ]] && echo "$mnt${rel%/}"
+	[[ -n $mnt && -n $rel ]] && echo "$mnt${rel%/}"
+	mnt=$(awk '$3 == "cgroup" && $4 ~ /(^|,)name=systemd(,|$)/ { print $2; exit }' /proc/self/mounts)
+	rel=$(sed -n 's/^[0-9]*:name=systemd://p' /proc/self/cgroup)
+	[[ -n $mnt && -n $rel ]] && echo "$mnt${rel%/}"
 }
 
+# Removes NSPAWN_CGROUPS, depth first. The container's last processes may
+# take a moment to leave after nspawn exits: tries for up to 10 s.
 nspawn_remove_cgroups()
 {
-	local d
-	for d in "${NSPAWN_CGROUPS[@]}"; do
-		[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	local d i left
+	for ((i = 0; i < 100; i++)); do
+		left=0
+		for d in "${NSPAWN_CGROUPS[@]}"; do
+			[[ -d $d ]] || continue
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+			[[ -d $d ]] && left=1
+		done
+		((left)) || break
+		sleep 0.1
 	done
+	((left)) && hc_log "cgroups still busy after 10 s: $(for d in "${NSPAWN_CGROUPS[@]}"; do [[ -d $d ]] && echo "$d"; done)"
 	NSPAWN_CGROUPS=()
 }
 
-# Cgroups nspawn created that are still there (none expected after poweroff).
+# Cgroups of this test's boot that are still there (none expected after
+# poweroff).
 nspawn_leftover_cgroups()
 {
 	local d n=0
@@ -165,17 +185,26 @@ nspawn_boot()
 {
 	local i state
 	CONTAINER_ROOT=$1
-	local cg d
-	cg=$(nspawn_cgroup_dir)
+	local h d own=()
 	NSPAWN_CGROUPS=() NSPAWN_CREATED_CGROUPS=()
-	for d in payload supervisor; do
-		[[ -n $cg && ! -e $cg/$d ]] && NSPAWN_CGROUPS+=("$cg/$d")
-	done
+	while read -r h; do
+		for d in payload supervisor; do
+			[[ -e $h/$d ]] || NSPAWN_CGROUPS+=("$h/$d")
+		done
+		d=$h/hc-nspawn-$$
+		mkdir "$d" || return 1
+		own+=("$d") NSPAWN_CGROUPS+=("$d")
+	done < <(nspawn_hierarchies)
 	NSPAWN_CREATED_CGROUPS=("${NSPAWN_CGROUPS[@]}")
 	# bpf() is outside nspawn's own system call filter: let it in, so that
 	# the unit's sandbox is what decides about the daemon's prctl iterator.
-	systemd-nspawn -q -D "$CONTAINER_ROOT" --system-call-filter=bpf --boot --register=no --keep-unit --console=pipe \
-		--private-network --machine=hc-test >"$HC_TMP/console.log" 2>&1 </dev/null &
+	(
+		for d in "${own[@]}"; do
+			echo "$BASHPID" >"$d/cgroup.procs" || exit 1
+		done
+		exec systemd-nspawn -q -D "$CONTAINER_ROOT" --system-call-filter=bpf --boot --register=no --keep-unit \
+			--console=pipe --private-network --machine=hc-test
+	) >"$HC_TMP/console.log" 2>&1 </dev/null &
 	NSPAWN_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		CONTAINER_PID=$(awk '{ print $1 }' /proc/"$NSPAWN_PID"/task/*/children 2>/dev/null | head -n1)
@@ -207,7 +236,10 @@ nspawn_boot()
 nspawn_poweroff()
 {
 	local i
-	[[ -n $NSPAWN_PID ]] || return 0
+	if [[ -z $NSPAWN_PID ]]; then # a boot that failed before nspawn ran
+		nspawn_remove_cgroups
+		return 0
+	fi
 	if kill -0 "$NSPAWN_PID" 2>/dev/null; then
 		timeout 10 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
 			systemctl poweroff --no-block >/dev/null 2>&1 ||

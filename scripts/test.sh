@@ -14,6 +14,20 @@ bash "$src/scripts/deps.sh"
 chmod go-w "$src/conf" "$src/conf/hugecollapsed.conf" 2>/dev/null || true
 build=${BUILD_DIR:-$src/build}
 
+# The host, for reading a CI log from a machine one cannot log in to: the
+# tests set the THP policy they are written for, but not the kernel.
+host_report()
+{
+	local t=/sys/kernel/mm/transparent_hugepage f
+	printf '\n=== host\nkernel: %s\ncmdline: %s\n' "$(uname -r)" "$(cat /proc/cmdline 2>/dev/null)"
+	for f in "$t"/enabled "$t"/defrag "$t"/shmem_enabled "$t"/hugepages-2048kB/enabled \
+		"$t"/khugepaged/pages_to_scan "$t"/khugepaged/scan_sleep_millisecs; do
+		[[ -r $f ]] && printf '%s: %s\n' "${f#"$t"/}" "$(cat "$f")"
+	done
+	return 0
+}
+host_report
+
 failed=()
 summary=()
 stage() # NAME COMMAND...: runs one stage, timed, and records its outcome

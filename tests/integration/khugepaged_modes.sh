@@ -47,6 +47,7 @@ wait_threads()
 	return 1
 }
 
+hc_thp_madvise || exit 1
 BEFORE=$(thp_knobs)
 declare -A KNOB0=()
 for k in "${HC_THP_KNOBS[@]}"; do

@@ -35,6 +35,7 @@ restore_and_cleanup()
 	[[ $(cat "$SLEEP_KNOB") == "$SLEEP_SAVED" ]] || echo "$SLEEP_SAVED" >"$SLEEP_KNOB"
 }
 trap restore_and_cleanup EXIT
+hc_thp_madvise || exit 1
 # khugepaged scans a new MADV_HUGEPAGE process at once when it has no other
 # (it waits for one), and on 6.18 it collapses all four blocks, the clean
 # lazy-free one too. So: give it another process first (an anchor, already

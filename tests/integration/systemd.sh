@@ -26,8 +26,9 @@ read_knob() # FILE under $THP: its value, or the [selected] word
 }
 
 # The container's /sys is its own read-only sysfs instance (private
-# network), so nothing here can change the host's THP knobs; other tests may
-# change them while this one runs, so this one does not touch them either.
+# network), but the THP knobs are the kernel's: the host side sets the
+# policy the test is written for (hc_thp_madvise), and cleanup writes the
+# host's own back.
 cleanup()
 {
 	nspawn_poweroff
@@ -38,6 +39,7 @@ cleanup()
 	hc_cleanup
 }
 trap cleanup EXIT
+hc_thp_madvise || exit 1
 
 # --- 1. the rootfs, from the cache ----------------------------------------
 CACHE=$(nspawn_rootfs_cache) || exit $?

@@ -39,10 +39,9 @@ audit_cleanup()
 		wait "$STRACE_PID" 2>/dev/null
 	fi
 	hc_policy_cleanup
-	# The documented state, whatever happened.
-	[[ $(thp_knob enabled) == madvise ]] || echo "# cleanup: THP enabled is $(thp_knob enabled), not madvise"
 }
 trap audit_cleanup EXIT
+hc_thp_madvise || exit 1
 
 hc_cgroup_create audit || {
 	hc_not_ok "create a cgroup"

@@ -276,6 +276,9 @@ hc_policy_cleanup()
 	done
 	HC_EXTRA_PIDS=()
 	hc_show_daemon_logs
+	# Before hc_cleanup, which writes back what hc_thp_set changed: the
+	# values saved when the daemon started are the ones it must leave.
+	hc_thp_restore
 	hc_cleanup
 	for ((i = ${#HC_CGROUPS[@]} - 1; i >= 0; i--)); do
 		# A killed member may take a moment to leave the group.
@@ -286,7 +289,6 @@ hc_policy_cleanup()
 		[[ -d ${HC_CGROUPS[i]} ]] && echo "# cleanup: cannot remove ${HC_CGROUPS[i]}"
 	done
 	HC_CGROUPS=()
-	hc_thp_restore
 	if ((${#HC_FOREIGN_SEEN[@]})); then
 		echo "# WARNING: other hugecollapsed processes ran during this test (PIDs ${!HC_FOREIGN_SEEN[*]});"
 		echo "#          they collapse and write sysfs too: failures may be theirs"

@@ -68,6 +68,20 @@ hc_thp_set()
 	echo "$2" >"$HC_KHP_DIR/../$1"
 }
 
+# hc_thp_madvise: the THP policy the tests are written for, until the test
+# exits (hc_thp_set): enabled=madvise, with the PMD size inheriting it where
+# the kernel has per-size files (6.8+). Workloads opt in with MADV_HUGEPAGE.
+# Hosts boot with other policies: under "never" nothing may be collapsed, by
+# khugepaged or by the daemon (THPeligible reads 0 everywhere); under
+# "always" faults map THPs at once, so nothing starts small.
+hc_thp_madvise()
+{
+	hc_thp_set enabled madvise || return 1
+	if [[ -e $HC_KHP_DIR/../hugepages-2048kB/enabled ]]; then
+		hc_thp_set hugepages-2048kB/enabled inherit || return 1
+	fi
+}
+
 # hc_khugepaged_quiet: stop the kernel's khugepaged from scanning until the
 # test exits (the EXIT trap writes the old values back). Workloads opt in to
 # THP with MADV_HUGEPAGE, as khugepaged's default policy asks, so khugepaged
@@ -79,6 +93,7 @@ hc_thp_set()
 hc_khugepaged_quiet()
 {
 	local k
+	hc_thp_madvise || return 1
 	for k in scan_sleep_millisecs pages_to_scan; do
 		[[ -n ${HC_KHP_SAVED[$k]} ]] || HC_KHP_SAVED[$k]=$(cat "$HC_KHP_DIR/$k") || return 1
 	done

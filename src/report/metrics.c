@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -339,6 +340,37 @@ static int open_temp(const char *tmp)
 	return fd < 0 ? -errno : fd;
 }
 
+static bool is_regular(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Puts tmp at path. rename() over an existing file costs 0.5-1.4 ms on
+ * ext4 here (the metrics file's usual home): a replace-via-rename starts
+ * writeback of the new file (auto_da_alloc), every write. Exchanging the
+ * two names and unlinking the old file is the same to a reader (the name
+ * always holds a whole file, an open one stays whole) and costs ~30 us;
+ * the dirty pages of a file replaced within seconds never reach the disk.
+ * Only a regular file is exchanged: anything else at path (raced in, too)
+ * is put back, and rename() fails as it should (a directory: EISDIR). */
+static int replace_file(const char *tmp, const char *path)
+{
+	if (is_regular(path) && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (is_regular(tmp)) {
+			/* Failing, it leaves the old file at tmp: the next
+			 * write's open_temp() removes it. */
+			unlink(tmp);
+			return 0;
+		}
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
+			return -errno;
+	}
+	/* No file there yet, or no exchange on this filesystem (EINVAL). */
+	return rename(tmp, path) == 0 ? 0 : -errno;
+}
+
 int metrics_write(const char *path, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m)
 {
 	char tmp[4096];
@@ -370,14 +402,15 @@ int metrics_write(const char *path, const struct engine_stats *e, enum khugepage
 	metrics_format(f, e, mode, m);
 	/* No fsync (73 us and a disk flush a pass): the file is a snapshot
 	 * the next write replaces, and its readers (node_exporter, --status)
-	 * read the page cache. Readers never see a partial file (the rename);
-	 * after a power failure it may be old or empty until the next write. */
+	 * read the page cache. Readers never see a partial file
+	 * (replace_file()); after a power failure it may be old or empty
+	 * until the next write. */
 	if (fflush(f) != 0)
 		err = -errno;
 	if (fclose(f) != 0 && !err)
 		err = -errno;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
+	if (!err)
+		err = replace_file(tmp, path);
 	if (err)
 		unlink(tmp);
 	return err;

@@ -643,6 +643,33 @@ static void test_write_symlink_at_temp(void **state)
 	assert_int_equal(entries(tmp), 1);
 }
 
+/* A symlink at the metrics path: the file replaces the link itself, as
+ * rename() does (no exchange with what is not a regular file), and the
+ * link's target keeps its bytes. */
+static void test_write_symlink_at_path(void **state)
+{
+	char path[128], target[160], *file;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	snprintf(target, sizeof(target), "%s/victim", tmp);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "untouched\n", 10), 10);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/metrics.prom", tmp);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(metrics_write(path, &eng, KHUGEPAGED_KEEP, NULL), 0);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	file = slurp(target);
+	assert_string_equal(file, "untouched\n");
+	free(file);
+	assert_int_equal(unlink(target), 0);
+	assert_int_equal(entries(tmp), 1);
+}
+
 /* A directory at the temporary name cannot be unlinked: an error (the
  * daemon logs it and carries on), and the directory is left alone. */
 static void test_write_dir_at_temp(void **state)
@@ -718,6 +745,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_write_failed_rename_cleans_up, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_fifo_at_temp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_symlink_at_temp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_symlink_at_path, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_dir_at_temp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_write_no_path, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_print_status, setup, teardown),

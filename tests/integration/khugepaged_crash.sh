@@ -27,7 +27,6 @@
 require_root
 require_exec "$HC_BIN"
 require_no_other_daemon
-hc_thp_madvise || exit 1
 ulimit -c 0 # the SIGABRT case must not leave a core file
 
 SLEEP=khugepaged/scan_sleep_millisecs

@@ -47,7 +47,6 @@ wait_threads()
 	return 1
 }
 
-hc_thp_madvise || exit 1
 BEFORE=$(thp_knobs)
 declare -A KNOB0=()
 for k in "${HC_THP_KNOBS[@]}"; do

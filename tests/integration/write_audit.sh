@@ -3,7 +3,8 @@
 # Writes audit: under strace, over a few passes in each relevant config, the
 # daemon opens for writing (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, creat),
 # renames, unlinks or truncates only:
-#  - metrics_file and its temporary file beside it (metrics_file.tmp.PID);
+#  - metrics_file and its temporary file beside it (metrics_file.tmp.PID),
+#    renamed or exchanged with it;
 #  - the khugepaged sysfs knobs, and only with khugepaged = idle;
 #  - state_file, its temporary file (state_file.tmp) and its lock
 #    (state_file.lock), and only with khugepaged = idle, which records the
@@ -41,7 +42,6 @@ audit_cleanup()
 	hc_policy_cleanup
 }
 trap audit_cleanup EXIT
-hc_thp_madvise || exit 1
 
 hc_cgroup_create audit || {
 	hc_not_ok "create a cgroup"
@@ -106,7 +106,9 @@ allowed()
 {
 	local mode=$1 line=$2 m=${METRICS//./\\.}
 	[[ $line =~ ^open\ $m(\.tmp\.[0-9]+)?$ ]] && return 0
-	[[ $line =~ ^rename\ $m\.tmp\.[0-9]+\ -\>\ $m$ ]] && return 0
+	# rename() the first time, then an exchange of the names (renameat2
+	# RENAME_EXCHANGE) and an unlink of the old file at the temporary name.
+	[[ $line =~ ^rename(at2)?\ $m\.tmp\.[0-9]+\ -\>\ $m$ ]] && return 0
 	[[ $line =~ ^unlink\ $m\.tmp\.[0-9]+$ ]] && return 0
 	[[ $mode == idle && $line =~ ^open\ $THP/khugepaged/(scan_sleep_millisecs|pages_to_scan)$ ]] && return 0
 	# idle records the original values first: state_file, through its

@@ -113,8 +113,9 @@ hc_note_foreign()
 	done
 }
 
-# Every test that runs the daemon calls this first: it saves the THP knobs
-# for the EXIT trap. It neither waits for nor skips because of another
+# Every test that runs the daemon calls this first: it sets the THP policy
+# the tests are written for (hc_thp_madvise) and saves the knobs for the
+# EXIT trap. It neither waits for nor skips because of another
 # hugecollapsed: the test's own daemon is confined to the test's cgroups
 # (hc_write_config disables collapsing everywhere else) or to --pid, so other
 # tests' daemons never touch its workloads, and it never touches theirs.
@@ -122,6 +123,7 @@ hc_note_foreign()
 # exit (hc_note_foreign), as the likely cause of any failure.
 hc_daemon_prepare()
 {
+	hc_thp_madvise || exit 1
 	hc_thp_save
 	hc_note_foreign
 }

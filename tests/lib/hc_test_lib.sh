@@ -65,7 +65,13 @@ hc_thp_set()
 		[[ $v == *[* ]] && v=${v#*[} && v=${v%%]*}
 		HC_THP_SET_SAVED[$1]=$v
 	fi
-	echo "$2" >"$HC_KHP_DIR/../$1"
+	echo "$2" >"$HC_KHP_DIR/../$1" || return 1
+	# hc_policy_lib.sh's saved knobs (hc_thp_save), which its checks and
+	# its EXIT trap compare with: the test's value is the one a daemon
+	# must leave in place.
+	if declare -p HC_THP_SAVED &>/dev/null && [[ -n ${HC_THP_SAVED[$1]:-} ]]; then
+		HC_THP_SAVED[$1]=$2
+	fi
 }
 
 # hc_thp_madvise: the THP policy the tests are written for, until the test

@@ -19,6 +19,7 @@
 #include "grow.h"
 #include "lower_bound.h"
 #include "procfs.h"
+#include "stat_fds.h"
 
 /* ---- sampling ---------------------------------------------------------- */
 
@@ -171,6 +172,11 @@ int procs_list_pids(const char *root, pid_t **pids, size_t *n, size_t *cap)
 
 int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out)
 {
+	return procs_sample_pids_kept(rootfd, NULL, pids, n, out);
+}
+
+int procs_sample_pids_kept(int rootfd, struct stat_fds *kept, const pid_t *pids, size_t n, struct proc_table *out)
+{
 	out->n = 0;
 	out->nzombies = 0;
 	if (n && table_reserve(out, n) < 0)
@@ -180,8 +186,12 @@ int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_ta
 		struct proc_sample ps;
 		ssize_t len;
 
-		snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
-		len = read_one_shot_at(rootfd, name, buf, sizeof(buf));
+		if (kept) {
+			len = stat_fds_read(kept, rootfd, pids[i], buf, sizeof(buf));
+		} else {
+			snprintf(name, sizeof(name), "%d/stat", (int)pids[i]);
+			len = read_one_shot_at(rootfd, name, buf, sizeof(buf));
+		}
 		if (len < 0 || parse_stat_buf(buf, (size_t)len, &ps) < 0 || ps.pid != pids[i])
 			continue;
 		if (ps.vsize == 0 && (ps.state == 'Z' || ps.state == 'X')) {

@@ -53,6 +53,9 @@ int procs_sample_pids(const char *root, const pid_t *pids, size_t n, struct proc
 /* The same through an open directory fd of root (kept open between passes:
  * no path walk of /proc per pass). */
 int procs_sample_pids_at(int rootfd, const pid_t *pids, size_t n, struct proc_table *out);
+/* The same, reading through kept fds (stat_fds.h), keeping new ones. */
+struct stat_fds;
+int procs_sample_pids_kept(int rootfd, struct stat_fds *kept, const pid_t *pids, size_t n, struct proc_table *out);
 const struct proc_sample *proc_table_find(const struct proc_table *t, pid_t pid);
 
 /* Pure parsers, over the text of one /proc file. */

@@ -52,6 +52,7 @@ void sampler_init(struct sampler *sm, void *enumerate_ctx)
 	sm->enumerate = sampler_enumerate_procs;
 	sm->enumerate_ctx = enumerate_ctx;
 	sm->proc_fd = -1; /* fd 0 is a valid fd when stdin was closed */
+	stat_fds_init(&sm->stat_fds);
 	sm->doorbell_rang = fault_doorbell_rang;
 	sm->doorbell_drain = fault_doorbell_drain;
 }
@@ -86,10 +87,12 @@ void sampler_free(struct sampler *sm)
 	free(sm->pend2);
 	fault_doorbell_close(&sm->doorbell);
 	mapped_watch_close(&sm->mapped);
+	stat_fds_close(&sm->stat_fds);
 	if (sm->proc_fd >= 0)
 		close(sm->proc_fd);
 	memset(sm, 0, sizeof(*sm));
 	sm->proc_fd = -1;
+	stat_fds_init(&sm->stat_fds);
 }
 
 bool sampler_rang(const struct sampler *sm)
@@ -413,7 +416,7 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 		if (e->proc_fd < 0)
 			return -errno;
 	}
-	r = procs_sample_pids_at(e->proc_fd, e->want, e->nwant, &e->sample);
+	r = procs_sample_pids_kept(e->proc_fd, &e->stat_fds, e->want, e->nwant, &e->sample);
 	if (r < 0)
 		return r;
 	e->partial_samples++;

@@ -18,6 +18,7 @@
 #include "fault_ring.h"
 #include "mapped_memory.h"
 #include "procs.h"
+#include "stat_fds.h"
 
 struct proc_state;
 
@@ -31,7 +32,8 @@ int sampler_enumerate_procs(void *ctx, struct proc_table *out);
 struct sampler {
 	proc_enumerate_fn enumerate; /* sampler_enumerate_procs() by default; injectable */
 	void *enumerate_ctx;
-	int proc_fd; /* the proc root, opened at the first partial sample; -1: not yet */
+	int proc_fd;              /* the proc root, opened at the first partial sample; -1: not yet */
+	struct stat_fds stat_fds; /* PID/stat under proc_fd, kept for those read every pass */
 	struct proc_table sample;
 	double sample_time; /* monotonic seconds of the last sample */
 	struct fault_doorbell doorbell;

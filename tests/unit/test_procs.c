@@ -23,6 +23,7 @@
 #include "paths.h"
 #include "procfs.h"
 #include "procs.h"
+#include "stat_fds.h"
 #include "units.h"
 
 #define FIXTURES HC_FIXTURES "/proc"
@@ -551,6 +552,37 @@ static void test_read_one_shot_proc(void **state)
 	assert_int_equal(strncmp(a, b, (size_t)(strchr(a, ')') - a)), 0);
 }
 
+/* A kept /proc/PID/stat fd (stat_fds) reads the live process, then -ESRCH
+ * once it has exited and been reaped: a reused PID is never read through
+ * the old fd. The next read opens the path: -ENOENT, nothing kept. */
+static void test_stat_fds_exited(void **state)
+{
+	struct stat_fds c;
+	char text[2048];
+	int rootfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), st;
+	pid_t pid;
+
+	(void)state;
+	assert_true(rootfd >= 0);
+	stat_fds_init(&c);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_true(stat_fds_read(&c, rootfd, pid, text, sizeof(text)) > 0);
+	assert_true(stat_fds_read(&c, rootfd, pid, text, sizeof(text)) > 0);
+	assert_int_equal(c.opens, 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(stat_fds_read(&c, rootfd, pid, text, sizeof(text)), -ENOENT);
+	assert_int_equal(c.opens, 1); /* the kept fd failed (-ESRCH), the path is gone */
+	assert_int_equal(stat_fds_read(&c, rootfd, pid, text, sizeof(text)), -ENOENT);
+	stat_fds_close(&c);
+	close(rootfd);
+}
+
 /* The real paths: the daemon reads no environment to find them (a test
  * fills its own struct hc_paths). */
 static void test_paths_default(void **state)
@@ -718,6 +750,7 @@ int main(void)
 	    cmocka_unit_test(test_read_small_file_at),
 	    cmocka_unit_test(test_read_one_shot),
 	    cmocka_unit_test(test_read_one_shot_proc),
+	    cmocka_unit_test(test_stat_fds_exited),
 	    cmocka_unit_test(test_paths_default),
 	    cmocka_unit_test(test_live_self),
 	    cmocka_unit_test(test_live_excludes_kthreads_sorted),

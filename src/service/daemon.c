@@ -313,6 +313,10 @@ int main(int argc, char **argv)
 	int r;
 
 	log_init();
+	/* A closed stdout or stderr (a pager that quit, a pipe whose reader
+	 * died) fails a write with EPIPE instead of killing us with the
+	 * khugepaged knobs still changed. */
+	signal(SIGPIPE, SIG_IGN);
 	r = parse_cli(argc, argv, &c);
 	if (r)
 		return r;

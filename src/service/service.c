@@ -651,17 +651,26 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
 	return 0;
 }
 
-static int setup_loop(struct service *s)
+/* Blocked from the start, before khugepaged_apply(): a SIGTERM during the
+ * start-up (the first sample of every process can take a while) waits,
+ * pending, for the loop's signalfd, and the knobs are restored; unblocked
+ * it would kill us with them changed. */
+static void block_loop_signals(void)
 {
 	sigset_t ss;
-	uint64_t wd;
-	int r;
 
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
 	sigaddset(&ss, SIGHUP);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
+}
+
+static int setup_loop(struct service *s)
+{
+	uint64_t wd;
+	int r;
+
 	r = sd_event_default(&s->event);
 	if (r < 0)
 		return r;
@@ -713,6 +722,7 @@ int service_run(const char *config_path, const struct hc_paths *paths)
 	bool observe;
 	int r;
 
+	block_loop_signals();
 	if (config_load(config_path, false, false, &s.cfg, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		sd_notifyf(0, "STATUS=bad configuration: %s", err);

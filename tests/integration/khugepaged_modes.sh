@@ -7,6 +7,8 @@
 #  - off: the khugepaged kernel thread exits (and comes back afterwards),
 #    and MADV_COLLAPSE still works: a hot workload is collapsed while
 #    enabled=never;
+#  - idle, with stdout and stderr a pipe whose reader has gone: the daemon
+#    lives on (no SIGPIPE) and restores at SIGTERM;
 #  - a start-up failure after the knobs were written (the daemon runs out of
 #    file descriptors: RLIMIT_NOFILE) leaves them restored;
 #  - a failure of the apply itself (--sysfs-thp pointing at a fake tree
@@ -105,6 +107,28 @@ khugepaged = $mode" "max_ptes_none = 255"
 	fi
 	grep -q 'khugepaged: restore' "$HC_DAEMON_LOG" && hc_log "$mode: $(grep -c 'khugepaged: restored' "$HC_DAEMON_LOG") knob(s) restored"
 done
+### stdout and stderr a pipe whose reader has gone (a pager that quit):
+### each later write fails with EPIPE and must not kill the daemon
+### (SIGPIPE) with the knobs changed. SIGHUP makes it write a line.
+CONF=$HC_TMP/idle/hugecollapsed.conf
+mkfifo "$HC_TMP/pipe"
+head -c 1 <"$HC_TMP/pipe" >/dev/null &
+reader=$!
+env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$HC_BIN" --config "$CONF" -v >"$HC_TMP/pipe" 2>&1 &
+dpid=$!
+HC_EXTRA_PIDS+=("$dpid")
+wait "$reader"
+hc_wait_until 10 test "$(thp_knob $PAGES)" = 1
+assert_eq "closed pipe: idle knobs set" "$(thp_knob $PAGES)" 1
+kill -HUP "$dpid"
+sleep 1
+assert_cmd "closed pipe: the daemon lives on after writing to it" kill -0 "$dpid"
+kill -TERM "$dpid"
+wait "$dpid"
+assert_eq "closed pipe: exits 0 on SIGTERM" "$?" 0
+assert_eq "closed pipe: every knob restored" "$(thp_knobs)" "$BEFORE"
+hc_thp_restore
+
 stop_workload hot
 assert_eq "hot pattern intact at exit" "$?" 0
 

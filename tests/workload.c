@@ -4,7 +4,7 @@
  *
  *   hc_workload --role ROLE --mb N [--hot-interval-ms MS] [--advise hg|none]
  *               [--prctl none|completely|except] [--advise-huge] [--file PATH]
- *               [--launch completely|except]
+ *               [--launch completely|except] [--populate]
  *
  * After set-up it prints "ready <pid> 0x<start> <length>" and then keeps the
  * buffer in the state its role describes until SIGTERM/SIGINT.
@@ -15,6 +15,10 @@
  * a program that wants khugepaged's huge pages must, yet is not huge yet.
  * --prctl then sets PR_SET_THP_DISABLE: completely, or except for advised
  * memory (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18).
+ *
+ * --populate fills the buffer by MADV_POPULATE_WRITE before writing it, as
+ * MAP_POPULATE or mlock() would: no page fault, so no perf fault event and
+ * no doorbell record names the process.
  *
  * --file PATH makes the shmem role map PATH (created, sized to the buffer)
  * MAP_SHARED instead of shared anonymous memory: a file on a tmpfs mount.
@@ -263,6 +267,11 @@ static bool page_touched(enum role r, size_t page)
 }
 
 static bool advise_hg = true; /* --advise */
+static bool populate;         /* --populate */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /* Faults the buffer in as 4 KiB pages: THP is off for the process while it
  * does (enabled=always or an advised VMA would get huge pages at fault),
@@ -270,6 +279,8 @@ static bool advise_hg = true; /* --advise */
  * its huge pages at fault. */
 static void fill_pages(enum role r, char *buf, size_t len)
 {
+	if (populate && madvise(buf, len, MADV_POPULATE_WRITE))
+		die("madvise(MADV_POPULATE_WRITE)");
 	for (size_t p = 0; p < len / PAGE_BYTES; p++)
 		if (page_touched(r, p))
 			fill_page(buf, p);
@@ -437,7 +448,7 @@ static void usage(void)
 		"hot|cold|lazyfree|sparse|huge|shmem|nohuge|thpoff|idle|churn|matrix|lazymix|manyvmas|partial|reserve|"
 		"partcold "
 		"--mb N [--hot-interval-ms MS] [--advise hg|none] [--prctl none|completely|except] [--advise-huge] "
-		"[--file PATH] [--launch completely|except]\n");
+		"[--file PATH] [--launch completely|except] [--populate]\n");
 	exit(2);
 }
 
@@ -616,6 +627,8 @@ int main(int argc, char **argv)
 			advise_hg = !strcmp(argv[i], "hg");
 		} else if (!strcmp(argv[i], "--advise-huge")) {
 			advise_hg = true;
+		} else if (!strcmp(argv[i], "--populate")) {
+			populate = true;
 		} else if (!strcmp(argv[i], "--prctl") && i + 1 < argc) {
 			prctl_mode = argv[++i];
 		} else if (!strcmp(argv[i], "--file") && i + 1 < argc) {

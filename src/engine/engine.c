@@ -94,7 +94,9 @@ int engine_sample_pass(struct engine *e, const struct pass_options *o, struct pa
 					.policy_gen = e->scanner.policy_gen,
 					.self = e->self,
 					.proc_root = e->paths->proc,
-					.every_process = o->npids || o->unlimited};
+					.every_process = o->npids || o->unlimited,
+					.read_now = e->cold.advised.pid,
+					.nread_now = e->cold.advised.n};
 	struct sample_out out = {0};
 	int r = sampler_pass(&e->sampler, &in, &t, &out);
 

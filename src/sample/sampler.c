@@ -409,6 +409,8 @@ int sampler_pass(struct sampler *e, const struct sample_input *in, const struct 
 	rq.roll = (size_t)e->roll_credit;
 	e->roll_credit -= (double)rq.roll;
 	r = sample_set_build(*t->st, nst, &rq, &e->roll_pid, &e->want, &e->nwant, &e->capwant);
+	if (r == 0)
+		r = pids_add(&e->want, &e->nwant, &e->capwant, in->read_now, in->nread_now);
 	if (r < 0)
 		return r;
 	if (e->proc_fd < 0) { /* kept: a path walk of /proc per pass costs more than the reads */

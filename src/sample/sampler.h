@@ -90,6 +90,12 @@ struct sample_input {
 	pid_t self;           /* never sampled on the partial path */
 	const char *proc_root;
 	bool every_process; /* --pid or --once: the full sample */
+	/* Read this pass whatever the doorbell said (sorted): the callers of
+	 * madvise(MADV_HUGEPAGE) and prctl(PR_SET_THP_DISABLE), news whose
+	 * pass scans them, a new process too (MAP_POPULATE, then the opt-in:
+	 * no fault names it). */
+	const pid_t *read_now;
+	size_t nread_now;
 };
 
 /* What it did. */

@@ -11,6 +11,9 @@
 #    equals hugecollapsed_passes_total: the timer has not fired);
 #  - news passes are bounded: in 5 s at most 5 / NEWS_GAP_S + 1 of them,
 #    whatever else on the machine faults meanwhile;
+#  - a new process that fills 64 MiB without a fault (--populate:
+#    MADV_POPULATE_WRITE) and then opts in is >= 90% PMD-mapped within
+#    20 s: its MADV_HUGEPAGE call's pass reads it first;
 #  - a process that clears prctl(PR_SET_THP_DISABLE) after the daemon read
 #    it (matrix role, --prctl completely, then SIGRTMIN+2) is news too: its
 #    MADV_HUGEPAGE VMA, 4 KiB until then, is >= 90% PMD-mapped within 20 s,
@@ -92,6 +95,23 @@ more=$(($(metric hugecollapsed_news_passes_total) - news))
 hc_log "news passes in the next 5 s: $more"
 assert_le "news passes in 5 s, at most one per NEWS_GAP_S (0.1 s)" "$more" 51
 
+# Memory filled without a fault (MADV_POPULATE_WRITE, as MAP_POPULATE or
+# mlock() fill it), then the opt-in: no doorbell record names the new
+# process, only its MADV_HUGEPAGE (and prctl) calls do. The pass they start
+# must read the newcomer first; it used to scan nothing (the PID was not in
+# the table yet), and the process waited for the timer.
+hc_cgroup_add news "$BASHPID" || hc_not_ok "move the test into its cgroup"
+started=1
+start_workload hot 64 pop --advise-huge --populate || started=0
+echo "$BASHPID" >"$HC_CG_ROOT/cgroup.procs"
+((started)) || hc_not_ok "start the populating workload"
+t0=$SECONDS
+while (($(wl_pmd_pct pop) < 90 && SECONDS - t0 < 20)); do
+	sleep 0.1
+done
+assert_ge "populated without faults, then MADV_HUGEPAGE: PMD-mapped (percent) within 20 s, with a 60 s timer" \
+	"$(wl_pmd_pct pop)" 90
+hc_log "populated workload collapsed after $((SECONDS - t0)) s"
 
 # A prctl clear changes no counter: only the observer's record says so.
 hc_cgroup_add news "$BASHPID" || hc_not_ok "move the test into its cgroup"
@@ -120,4 +140,6 @@ stop_workload hot
 assert_eq "workload exits cleanly (pattern intact)" "$?" 0
 stop_workload clears
 assert_eq "prctl workload exits cleanly (pattern intact)" "$?" 0
+stop_workload pop
+assert_eq "populated workload exits cleanly (pattern intact)" "$?" 0
 hc_summary

@@ -17,7 +17,8 @@
  * hottest first and within the budget; the next pass leaves a process whose
  * counters did not move alone; blocks of an MADV_NOHUGEPAGE VMA (VmFlags nh)
  * or of a VMA the kernel calls THPeligible 0 are never submitted; ENOMEM
- * backs off that process only, for alloc_backoff_ms. */
+ * backs off that process only, for alloc_backoff_ms; a news pass scans only
+ * the news, and reads an advised process the table did not hold yet. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -53,6 +54,9 @@
 #define HOT    4194306
 #define NOHUGE 4194307
 #define NPROC  3
+/* Written by the test that wants it, after the first pass. */
+#define NEWCOMER 4194308
+#define NALL     (NPROC + 1)
 
 /* --- The model: what the kernel would show of each process. --- */
 
@@ -74,12 +78,12 @@ struct fproc {
 };
 
 static char root[64];
-static struct fproc procs[NPROC];
+static struct fproc procs[NALL];
 
 static struct fproc *proc_of(pid_t pid)
 {
-	for (size_t i = 0; i < NPROC; i++)
-		if (procs[i].pid == pid)
+	for (size_t i = 0; i < NALL; i++)
+		if (procs[i].pid && procs[i].pid == pid)
 			return &procs[i];
 	return NULL;
 }
@@ -250,7 +254,7 @@ static int fixture_enumerate(void *ctx, struct proc_table *out)
 }
 
 /* The doorbell: the processes the test says faulted since the last pass. */
-static pid_t faulted[NPROC];
+static pid_t faulted[NALL];
 static size_t nfaulted;
 
 static int fake_drain(struct fault_doorbell *d, struct fault_pids *out)
@@ -295,7 +299,7 @@ static enum mem_pressure_sign fake_pressure(struct engine *e, double now)
 
 /* pidfd_open: /dev/null stands for the pidfd, remembered by fd number. */
 static pid_t fd_pid[MAX_FDS];
-static unsigned pidfd_opens[NPROC];
+static unsigned pidfd_opens[NALL];
 
 static int fake_pidfd_open(pid_t pid)
 {
@@ -481,7 +485,7 @@ static int teardown(void **state)
 
 	engine_free(&f->e);
 	config_free(&f->cfg);
-	for (size_t i = 0; i < NPROC; i++) {
+	for (size_t i = 0; i < NALL && procs[i].pid; i++) {
 		path_of(dir, sizeof(dir), procs[i].pid, "");
 		for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++)
 			remove_entry(dir, files[k]);
@@ -646,6 +650,34 @@ static void test_news_pass_scans_only_news(void **state)
 	assert_int_equal(ncalls, 0);
 }
 
+/* A news pass for a process that called madvise(MADV_HUGEPAGE) but is not
+ * in the table yet: it filled its memory without faults (MAP_POPULATE), so
+ * no doorbell record named it, and no listing is due. The pass's sample
+ * reads it first (sample_input.read_now), so the pass scans it. */
+static void test_news_pass_reads_an_advised_newcomer(void **state)
+{
+	struct fixture *f = *state;
+	const pid_t news[] = {NEWCOMER};
+
+	first_pass(f);
+	procs[NPROC] = (struct fproc){.pid = NEWCOMER, .minflt = 10, .ticks = 1, .first_block = 14, .nv = 1};
+	procs[NPROC].v[0] =
+	    (struct fvma){.start = 0x40000000, .nblocks = 2, .flags = "rd wr mr mw me ac hg", .eligible = 1};
+	write_proc(&procs[NPROC]);
+	assert_null(engine_find(&f->e, NEWCOMER));
+	assert_int_equal(fault_pids_add(&f->e.cold.advised, NEWCOMER), 0);
+	fault_pids_finish(&f->e.cold.advised);
+	f->o.dry_run = true;
+	f->o.scan_only = news;
+	f->o.nscan_only = 1;
+	pass_at(f, 1);
+	assert_false(f->ps.full_sample);
+	assert_non_null(engine_find(&f->e, NEWCOMER));
+	assert_int_equal(f->ps.procs_scanned, 1);
+	assert_int_equal(state_of(f, NEWCOMER)->results[SCAN_CANDIDATE], 2);
+	assert_int_equal(f->e.cold.advised.n, 0); /* the news was this pass's */
+}
+
 /* No huge page for hot (ENOMEM, and thp_collapse_alloc_failed moved): hot
  * waits alloc_backoff_ms, warm goes on; then hot is submitted again. */
 static void test_enomem_backs_off(void **state)
@@ -691,6 +723,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_passes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_news_pass_scans_only_news, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_news_pass_reads_an_advised_newcomer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enomem_backs_off, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -137,6 +137,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 	e->pressure_check = check_pressure;
 	e->now = monotonic_seconds;
 	e->sampler.mapped.proc_root = paths->proc;
+	e->sampler.mapped.read_free_kb = mapped_free_kb_sysinfo;
 	histogram_init(&e->dispatch.block_hist, histogram_block_bounds, histogram_block_nbounds);
 	histogram_init(&e->pass_hist, histogram_pass_bounds, histogram_pass_nbounds);
 	e->self = getpid();

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -85,8 +86,37 @@ void mapped_watch_close(struct mapped_watch *w)
 	w->fd_open = false;
 }
 
+int mapped_free_kb_sysinfo(uint64_t *kb)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si) != 0)
+		return -errno;
+	*kb = (uint64_t)si.freeram * si.mem_unit / 1024;
+	return 0;
+}
+
+/* The free memory a meminfo read starts its window with. */
+static void note_free(struct mapped_watch *w, double now)
+{
+	w->free_known = w->read_free_kb && w->read_free_kb(&w->free_kb) == 0;
+	w->read_at = now;
+}
+
+/* Whether meminfo need not be read now: free memory did not fall by more
+ * than the slack since the last read, which is recent enough. */
+static bool free_steady(const struct mapped_watch *w, double now)
+{
+	uint64_t kb;
+
+	if (!w->free_known || now - w->read_at >= MAPPED_FORCE_S || w->read_free_kb(&kb) < 0)
+		return false;
+	return kb + MAPPED_SLACK_KB >= w->free_kb;
+}
+
 void mapped_watch_note(struct mapped_watch *w, double now)
 {
+	note_free(w, now);
 	w->known = watch_read(w, &w->kb) == 0;
 	w->next_check = now + MAPPED_CHECK_S;
 	w->faulted_kb = 0;
@@ -104,6 +134,9 @@ bool mapped_watch_moved(struct mapped_watch *w, double now)
 	if (!w->known || now < w->next_check)
 		return false;
 	w->next_check = now + MAPPED_CHECK_S;
+	if (free_steady(w, now))
+		return false; /* the window, and the faults it explains, go on */
+	note_free(w, now);
 	if (watch_read(w, &kb) < 0)
 		return false;
 	w->kb = kb;

@@ -31,22 +31,37 @@ int read_mapped_memory_kb(const char *proc_root, uint64_t *mapped_kb);
  * Faults of huge pages and heavy faulting elsewhere blur it: it errs
  * towards "moved" for the first, and may hide a populate during the second
  * until the rolling rescan; `grew` says the total grew at all, which is
- * enough to look for new processes. */
+ * enough to look for new processes.
+ *
+ * With read_free_kb set (the daemon: sysinfo(), ~10 us where a first read
+ * of meminfo costs ~35), a check reads meminfo only when free memory fell
+ * by more than MAPPED_SLACK_KB since the last read, and at least every
+ * MAPPED_FORCE_S: memory mapped without being allocated then (page cache
+ * mapped with MAP_POPULATE, a populate that reclaim paid for, or one that
+ * others' frees hid) is seen within that. */
 #define MAPPED_CHECK_S  0.5
+#define MAPPED_FORCE_S  5.0
 #define MAPPED_SLACK_KB 2048
 
 struct mapped_watch {
 	uint64_t kb;
 	bool known; /* kb was read; an unreadable meminfo never moves */
 	double next_check;
-	uint64_t faulted_kb;          /* memory the faults seen in this window may have filled */
-	bool grew;                    /* a check saw growth beyond the slack, explained or not;
-				       * the caller clears it */
-	int (*read_kb)(uint64_t *kb); /* injectable; NULL: read_mapped_memory_kb */
-	const char *proc_root;        /* … of proc_root (paths->proc) */
-	int fd;                       /* proc_root/meminfo, kept open once read */
+	uint64_t faulted_kb;               /* memory the faults seen in this window may have filled */
+	bool grew;                         /* a check saw growth beyond the slack, explained or not;
+					    * the caller clears it */
+	int (*read_kb)(uint64_t *kb);      /* injectable; NULL: read_mapped_memory_kb */
+	int (*read_free_kb)(uint64_t *kb); /* the prefilter; NULL: none */
+	uint64_t free_kb;                  /* free memory at the last meminfo read */
+	bool free_known;
+	double read_at;        /* when meminfo was last read */
+	const char *proc_root; /* … of proc_root (paths->proc) */
+	int fd;                /* proc_root/meminfo, kept open once read */
 	bool fd_open;
 };
+
+/* sysinfo()'s free memory in kB: the daemon's read_free_kb. 0 or -errno. */
+int mapped_free_kb_sysinfo(uint64_t *kb);
 
 void mapped_watch_note(struct mapped_watch *w, double now);
 void mapped_watch_faulted(struct mapped_watch *w, uint64_t kb);

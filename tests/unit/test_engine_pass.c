@@ -1194,6 +1194,7 @@ static void test_populate_without_faults_ends_idle(void **state)
 
 	mapped_child = f->ch.pid;
 	f->e.sampler.mapped.read_kb = child_mapped_kb;
+	f->e.sampler.mapped.read_free_kb = NULL; /* the machine's free memory is not the child's */
 	f->e.sampler.doorbell_drain = no_faults;
 	first_pass(f);
 	f->e.sampler.doorbell_rang = never_rang;

@@ -450,6 +450,7 @@ static int setup(void **state)
 	e->dispatch.alloc_failed_ctx = NULL;
 	e->pressure_check = fake_pressure;
 	e->sampler.mapped.read_kb = fake_mapped;
+	e->sampler.mapped.read_free_kb = NULL;
 	f->paths.thp = HC_FIXTURES "/thp/madvise"; /* enabled=madvise */
 	snprintf(roots.mount, sizeof(roots.mount), "%s", HC_FIXTURES "/cgroup2");
 	snprintf(roots.root, sizeof(roots.root), "/");

@@ -178,6 +178,57 @@ static void test_watch_faults_explain_growth(void **state)
 	rmdir(dir);
 }
 
+static uint64_t fake_free;
+static unsigned free_reads;
+
+static int fake_free_kb(uint64_t *kb)
+{
+	free_reads++;
+	*kb = fake_free;
+	return 0;
+}
+
+/* The prefilter: while free memory does not fall by more than the slack,
+ * meminfo is not read (a move there goes unseen, and the window and the
+ * faults it explains go on), until MAPPED_FORCE_S after the last read; a
+ * fall beyond the slack reads it at the next check. */
+static void test_watch_free_prefilter(void **state)
+{
+	char dir[] = "/tmp/hc-meminfo-XXXXXX", path[128];
+	struct mapped_watch w = {.proc_root = dir, .read_free_kb = fake_free_kb};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fake_free = 500000;
+	write_meminfo(dir, 100000);
+	mapped_watch_note(&w, 10.0);
+	assert_true(w.known && w.free_known);
+	/* Page cache mapped: the total grows, free memory does not fall. */
+	write_meminfo(dir, 100000 + 4 * MAPPED_SLACK_KB);
+	fake_free = 500000 - MAPPED_SLACK_KB;
+	assert_false(mapped_watch_moved(&w, 10.5));
+	assert_false(mapped_watch_moved(&w, 14.9));
+	assert_int_equal(w.kb, 100000 + 1000);     /* not read */
+	assert_true(mapped_watch_moved(&w, 15.4)); /* forced: 5 s after the read at 10 */
+	assert_int_equal(w.kb, 100000 + 4 * MAPPED_SLACK_KB + 1000);
+	/* A populate: free memory falls, meminfo is read at once. */
+	write_meminfo(dir, 100000 + 8 * MAPPED_SLACK_KB);
+	fake_free -= 3 * MAPPED_SLACK_KB;
+	assert_true(mapped_watch_moved(&w, 15.9));
+	/* Faults seen while meminfo is not read still explain growth. */
+	write_meminfo(dir, 100000 + 12 * MAPPED_SLACK_KB);
+	mapped_watch_faulted(&w, 4 * MAPPED_SLACK_KB);
+	assert_false(mapped_watch_moved(&w, 16.4)); /* free steady: not read */
+	fake_free -= 4 * MAPPED_SLACK_KB;
+	assert_false(mapped_watch_moved(&w, 16.9)); /* read: the faults explain it */
+	assert_int_equal(w.kb, 100000 + 12 * MAPPED_SLACK_KB + 1000);
+	assert_true(free_reads >= 7);
+	mapped_watch_close(&w);
+	snprintf(path, sizeof(path), "%s/meminfo", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +239,7 @@ int main(void)
 	    cmocka_unit_test(test_missing_proc_root),
 	    cmocka_unit_test(test_live_populate_moves_total),
 	    cmocka_unit_test(test_watch_faults_explain_growth),
+	    cmocka_unit_test(test_watch_free_prefilter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

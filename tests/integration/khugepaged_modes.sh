@@ -118,7 +118,8 @@ env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$HC_BIN" --config "$CONF" -v >"$HC_TMP/p
 dpid=$!
 HC_EXTRA_PIDS+=("$dpid")
 wait "$reader"
-hc_wait_until 10 test "$(thp_knob $PAGES)" = 1
+idle_knobs_set() { [[ $(thp_knob $PAGES) == 1 ]]; }
+hc_wait_until 10 idle_knobs_set
 assert_eq "closed pipe: idle knobs set" "$(thp_knob $PAGES)" 1
 kill -HUP "$dpid"
 sleep 1

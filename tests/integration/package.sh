@@ -21,6 +21,7 @@ THP=/sys/kernel/mm/transparent_hugepage
 declare -A KNOBS=() # every writable THP/khugepaged knob -> its value before
 HOST_INSTALLED=     # the package is installed on this host by this test
 HOST_DAEMON=        # the daemon this test started on the host
+HOST_RUN_DIR=       # /run/hugecollapsed, made by this test
 snapshot_knobs() # prints "path=value" for every writable knob, sorted
 {
 	local f
@@ -53,7 +54,7 @@ cleanup()
 	if [[ -n $HOST_INSTALLED ]]; then
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q hugecollapsed >/dev/null 2>&1
 	fi
-	rm -rf /run/hugecollapsed
+	[[ -n $HOST_RUN_DIR ]] && rm -rf /run/hugecollapsed # only what this test made
 	((${#KNOBS[@]})) && restore_knobs
 	nspawn_poweroff
 	if [[ -n $CONTAINER_ROOT ]] && (($(nspawn_leftover_mounts "$CONTAINER_ROOT") > 0)); then
@@ -92,6 +93,7 @@ cp "$DEB1" "$DEB2" "$ROOT/root/debs/" 2>/dev/null
 container_life_cycle()
 {
 	show() { inc systemctl show -p "$1" --value hugecollapsed; }
+	is_active() { [[ $(show ActiveState) == active ]]; } # asked again at each poll
 	capt() { inc env DEBIAN_FRONTEND=noninteractive apt-get "$@" -y -q -o Dpkg::Use-Pty=0; }
 	status_answers() { inc /usr/sbin/hugecollapsed --status >/dev/null 2>&1; }
 	# A file list of the container's root file system and /run, for the purge.
@@ -108,7 +110,7 @@ container_life_cycle()
 		hc_not_ok "apt install ./${DEB1##*/}: $(tail -n5 "$HC_TMP/apt1.log")"
 	fi
 	assert_eq "the unit is enabled on install" "$(inc systemctl is-enabled hugecollapsed 2>&1)" enabled
-	if hc_wait_until 30 test "$(show ActiveState)" = active; then
+	if hc_wait_until 30 is_active; then
 		hc_ok "and started: active"
 	else
 		hc_not_ok "and started: $(show ActiveState) $(inc journalctl -u hugecollapsed -o cat --no-pager | tail -n3)"
@@ -160,7 +162,7 @@ container_life_cycle()
 	assert_eq "the package is $V2" "$(inc dpkg-query -W -f='${Version}' hugecollapsed)" "$V2"
 	assert_cmd "the changed main file survives" inc grep -qx 'scan_interval_ms = 700' /etc/hugecollapsed/hugecollapsed.conf
 	assert_cmd "the policy file survives" inc test -f /etc/hugecollapsed/cgroup.d/fleet.conf
-	hc_wait_until 30 test "$(show ActiveState)" = active
+	hc_wait_until 30 is_active
 	assert_eq "the daemon is active after the upgrade" "$(show ActiveState)" active
 	pid2=$(show MainPID)
 	if [[ $(show InvocationID) != "$inv1" && $pid2 != "$pid1" && $pid2 != 0 ]]; then
@@ -229,7 +231,7 @@ if dpkg-query -W -f='${Status}' hugecollapsed 2>/dev/null | grep -q installed; t
 	exit
 fi
 if [[ -e /etc/hugecollapsed || -e /run/hugecollapsed ]]; then
-	hc_not_ok "/etc/hugecollapsed or /run/hugecollapsed exists on this host: not touching it"
+	hc_not_ok "/etc/hugecollapsed or /run/hugecollapsed exists on this host: not touching it ($(ls -la /run/hugecollapsed /etc/hugecollapsed 2>&1 | tr '\n' ' '))"
 	hc_summary
 	exit
 fi
@@ -259,7 +261,7 @@ assert_cmd "the preseeded khugepaged = idle is kept" grep -qx 'khugepaged = idle
 # and RuntimeDirectory=).
 exec_start=$(sed -n 's/^ExecStart=//p' "$(dpkg -L hugecollapsed | grep 'systemd/system/hugecollapsed.service$')")
 assert_eq "the unit's ExecStart" "$exec_start" "/usr/sbin/hugecollapsed --config /etc/hugecollapsed/hugecollapsed.conf"
-mkdir -m 0755 /run/hugecollapsed
+mkdir -m 0755 /run/hugecollapsed && HOST_RUN_DIR=1
 # shellcheck disable=SC2086 # ExecStart= is a command line
 $exec_start >"$HC_TMP/host-daemon.log" 2>&1 &
 HOST_DAEMON=$!

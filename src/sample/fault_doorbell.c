@@ -58,21 +58,11 @@ static void sys_close_cpu(void *ctx, int fd, void *page, size_t len)
  * five path components and two system calls. */
 static int sys_read_online(void *ctx, char *buf, size_t size)
 {
-	static int fd = -1;
-	ssize_t n;
+	static struct kept_file online;
+	ssize_t n = kept_file_read(&online, CPU_ONLINE_PATH, buf, size);
 
 	(void)ctx;
-	if (fd < 0)
-		fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pread_one_shot(fd, buf, size);
-	if (n < 0) {
-		close(fd); /* opened again next time */
-		fd = -1;
-		return (int)n;
-	}
-	return 0;
+	return n < 0 ? (int)n : 0;
 }
 
 /* Side-band only: a dummy event counts nothing and never samples, but with

@@ -63,27 +63,20 @@ int read_mapped_memory_kb(const char *proc_root, uint64_t *mapped_kb)
  * close of a path (a third of it). */
 static int watch_read(struct mapped_watch *w, uint64_t *kb)
 {
-	char path[4096], buf[8192];
+	char path[4096] = "", buf[8192];
 	ssize_t n;
 
 	if (w->read_kb)
 		return w->read_kb(kb);
-	if (!w->fd_open) {
+	if (!w->meminfo.open) /* the path is needed for the open only */
 		snprintf(path, sizeof(path), "%s/meminfo", w->proc_root);
-		w->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (w->fd < 0)
-			return -errno;
-		w->fd_open = true;
-	}
-	n = pread_one_shot(w->fd, buf, sizeof(buf));
+	n = kept_file_read(&w->meminfo, path, buf, sizeof(buf));
 	return n < 0 ? (int)n : parse_meminfo_buf(buf, (size_t)n, kb);
 }
 
 void mapped_watch_close(struct mapped_watch *w)
 {
-	if (w->fd_open)
-		close(w->fd);
-	w->fd_open = false;
+	kept_file_close(&w->meminfo);
 }
 
 int mapped_free_kb_sysinfo(uint64_t *kb)

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "procfs.h"
+
 /* Pure: AnonPages + Mapped in kB from a /proc/meminfo buffer. Returns 0, or
  * -EINVAL if either line is missing or malformed. */
 int parse_meminfo_buf(const char *buf, size_t len, uint64_t *mapped_kb);
@@ -54,10 +56,9 @@ struct mapped_watch {
 	int (*read_free_kb)(uint64_t *kb); /* the prefilter; NULL: none */
 	uint64_t free_kb;                  /* free memory at the last meminfo read */
 	bool free_known;
-	double read_at;        /* when meminfo was last read */
-	const char *proc_root; /* … of proc_root (paths->proc) */
-	int fd;                /* proc_root/meminfo, kept open once read */
-	bool fd_open;
+	double read_at;           /* when meminfo was last read */
+	const char *proc_root;    /* … of proc_root (paths->proc) */
+	struct kept_file meminfo; /* proc_root/meminfo */
 };
 
 /* sysinfo()'s free memory in kB: the daemon's read_free_kb. 0 or -errno. */

@@ -411,27 +411,6 @@ static int open_cpu(const struct cold_watch *w, int cpu, struct cold_cpu *c)
 	return r;
 }
 
-/* The online list through a kept fd: pread (a sysfs attribute is rendered
- * again at offset 0) costs the read alone, not the open's path walk of
- * five components and the close. Returns the length or -errno. */
-static ssize_t read_online(struct cold_watch *w, char *buf, size_t size)
-{
-	ssize_t n;
-
-	if (!w->online_fd_open) {
-		w->online_fd = open(CPU_ONLINE_PATH, O_RDONLY | O_CLOEXEC);
-		if (w->online_fd < 0)
-			return -errno;
-		w->online_fd_open = true;
-	}
-	n = pread_one_shot(w->online_fd, buf, size);
-	if (n < 0) { /* opened again next time */
-		close(w->online_fd);
-		w->online_fd_open = false;
-	}
-	return n;
-}
-
 /* Events on every CPU online now, into cpu[] (w->possible slots), their
  * count into *n. Reads the online list first: a CPU that comes online
  * while we open shows as a change at the next refresh. 0 or -errno. */
@@ -439,7 +418,7 @@ static int open_cpus(struct cold_watch *w, struct cold_cpu *cpu, int *n)
 {
 	int r = 0;
 
-	if (read_online(w, w->online, sizeof(w->online)) <= 0)
+	if (kept_file_read(&w->online_file, CPU_ONLINE_PATH, w->online, sizeof(w->online)) <= 0)
 		w->online[0] = '\0';
 	*n = 0;
 	for (int i = 0; i < w->possible; i++) {
@@ -465,8 +444,7 @@ void cold_watch_close(struct cold_watch *w)
 {
 	close_cpus(w->cpu, w->ncpu, w->map_len);
 	free(w->cpu);
-	if (w->online_fd_open)
-		close(w->online_fd);
+	kept_file_close(&w->online_file);
 	cold_ranges_free(&w->ranges);
 	fault_pids_free(&w->advised);
 	memset(w, 0, sizeof(*w));
@@ -530,7 +508,7 @@ int cold_watch_refresh(struct cold_watch *w, double now, double force_after)
 		w->opened_at = now; /* the open itself had no clock */
 	w->checked_at = now;
 	force = now - w->opened_at >= force_after;
-	if (read_online(w, online, sizeof(online)) <= 0)
+	if (kept_file_read(&w->online_file, CPU_ONLINE_PATH, online, sizeof(online)) <= 0)
 		return 0;
 	changed = strcmp(online, w->online) != 0;
 	if (!changed && !force)

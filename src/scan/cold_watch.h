@@ -49,6 +49,7 @@
 
 #include "cold_ranges.h"
 #include "fault_ring.h"
+#include "procfs.h"
 
 #define COLD_WATCH_PAGES 16 /* data pages per CPU: about 1000 records */
 
@@ -112,13 +113,12 @@ struct cold_watch {
 	size_t map_len;
 	struct trace_fields ev[COLD_NR_EVENTS];
 	char online[COLD_WATCH_ONLINE_MAX]; /* the online list at the last open */
-	int online_fd;                      /* CPU_ONLINE_PATH, kept open once read */
-	bool online_fd_open;
-	double checked_at, opened_at; /* cold_watch_refresh()'s clock */
-	unsigned opens;               /* (re)opens: each changed the fds */
-	bool lost_pending;            /* a refresh's drain lost records: the next drain says so */
-	pid_t self;                   /* our own calls (the lazy-free probe) are not advice */
-	const char *proc_root;        /* for the fdinfo of a process_madvise caller */
+	struct kept_file online_file;       /* CPU_ONLINE_PATH */
+	double checked_at, opened_at;       /* cold_watch_refresh()'s clock */
+	unsigned opens;                     /* (re)opens: each changed the fds */
+	bool lost_pending;                  /* a refresh's drain lost records: the next drain says so */
+	pid_t self;                         /* our own calls (the lazy-free probe) are not advice */
+	const char *proc_root;              /* for the fdinfo of a process_madvise caller */
 	struct cold_ranges ranges;
 	/* Callers of madvise(MADV_HUGEPAGE) and prctl(PR_SET_THP_DISABLE)
 	 * since the engine last reset it (finished: sorted, unique). A lost

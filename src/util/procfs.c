@@ -140,6 +140,29 @@ ssize_t pread_one_shot(int fd, char *buf, size_t bufsize)
 	return read_whole(fd, READ_PREAD | READ_ONE_SHOT, buf, bufsize);
 }
 
+ssize_t kept_file_read(struct kept_file *k, const char *path, char *buf, size_t bufsize)
+{
+	ssize_t n;
+
+	if (!k->open) {
+		k->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (k->fd < 0)
+			return -errno;
+		k->open = true;
+	}
+	n = pread_one_shot(k->fd, buf, bufsize);
+	if (n < 0)
+		kept_file_close(k);
+	return n;
+}
+
+void kept_file_close(struct kept_file *k)
+{
+	if (k->open)
+		close(k->fd);
+	k->open = false;
+}
+
 int sysfs_selected(const char *text, char *out, size_t outlen)
 {
 	const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;

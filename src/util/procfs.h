@@ -2,6 +2,7 @@
 /* procfs: reading whole small kernel files (/proc, sysfs, cgroupfs), and
  * the decimal parser their parsers share. No state. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,16 @@ ssize_t read_one_shot_at(int dirfd, const char *name, char *buf, size_t bufsize)
 /* The same from a kept fd of such a file, from offset 0 (pread): the
  * current values without the open's path walk. */
 ssize_t pread_one_shot(int fd, char *buf, size_t bufsize);
+/* Such a file kept open between reads (a zeroed one is closed): the first
+ * read opens path (later reads ignore it), each reads from offset 0 with
+ * pread_one_shot(), and a failed read closes it, so the next opens afresh.
+ * Saves the open's path walk and the close on every read. */
+struct kept_file {
+	int fd;
+	bool open;
+};
+ssize_t kept_file_read(struct kept_file *k, const char *path, char *buf, size_t bufsize);
+void kept_file_close(struct kept_file *k);
 /* Reads the whole file at path into *buf (malloc'ed, NUL-terminated, the
  * caller frees it), growing as it goes: mountinfo on a dense node holds
  * tens of thousands of mounts. Returns the length, -EFBIG past max bytes

@@ -51,10 +51,14 @@ if ((QUICK)); then
 	REAL_CASES=${REAL_CASES:-redis:always:idle redis:always:off redis-nothp:always:idle memcached:always:idle
 		jvm:always:idle jvm-thp:madvise:kdef python:always:idle}
 else
-	REAL_CAP=${REAL_CAP:-300} REAL_RUNS=${REAL_RUNS:-5} REAL_CHUNK=3
-	REDIS_POP=${REDIS_POP:-8000000} REDIS_KEYS=${REDIS_KEYS:-2000000} REDIS_D=${REDIS_D:-128} REDIS_N=${REDIS_N:-100000}
-	MEMC_MB=${MEMC_MB:-4096} MEMC_KEYS=${MEMC_KEYS:-8000000} MEMC_VS=${MEMC_VS:-256}
-	JVM_HEAP=${JVM_HEAP:-4g} JVM_N=${JVM_N:-16000000} PY_N=${PY_N:-10000000}
+	# About 1 GiB of data per program and a cap of 90 s: the 28 cases take
+	# about an hour on a quiet 2-vCPU guest (a capped case ~2.5 min, one
+	# that reaches 90% ~1.5 min). khugepaged at its defaults needs minutes
+	# per GiB, so a longer cap shows only a slope the plot already shows.
+	REAL_CAP=${REAL_CAP:-90} REAL_RUNS=${REAL_RUNS:-3} REAL_CHUNK=3
+	REDIS_POP=${REDIS_POP:-3000000} REDIS_KEYS=${REDIS_KEYS:-500000} REDIS_D=${REDIS_D:-128} REDIS_N=${REDIS_N:-50000}
+	MEMC_MB=${MEMC_MB:-3072} MEMC_KEYS=${MEMC_KEYS:-2500000} MEMC_VS=${MEMC_VS:-256}
+	JVM_HEAP=${JVM_HEAP:-3g} JVM_N=${JVM_N:-8000000} PY_N=${PY_N:-5000000}
 	REAL_TP_SETUPS=${REAL_TP_SETUPS:-kdef kbud idle off paced}
 	if [[ -z ${REAL_CASES:-} ]]; then
 		REAL_CASES=
@@ -170,7 +174,7 @@ real_case()
 
 	local dat=$BENCH_OUT/real_${var}_${mode}_${setup}.dat t pct reach='' pmax=0
 	mkdir -p "$BENCH_OUT"
-	echo "# seconds percent_huge ($var, enabled=$mode, $setup; $(date -u '+%F %R UTC'), machine shared with parallel builds)" >"$dat"
+	echo "# seconds percent_huge ($var, enabled=$mode, $setup; $(date -u '+%F %R UTC'), load average $(cut -d" " -f1-3 /proc/loadavg))" >"$dat"
 	while :; do
 		t=$(calc %.2f "$(now) - $t0")
 		pct=$(real_pct "$pid")
@@ -227,7 +231,7 @@ real_case()
 	kdef) label="khugepaged defaults" ;;
 	kbud) label="khugepaged ${pages} pages/1000 ms" ;;
 	idle) label="hugecollapsed, khugepaged=idle" ;;
-	off) label="hugecollapsed, khugepaged=off (today's main)" ;;
+	off) label="hugecollapsed, khugepaged=off" ;;
 	paced) label="hugecollapsed idle, blocks_per_call 16, pause_ms 5" ;;
 	esac
 	((DISTURBED)) && label+=" †"
@@ -258,6 +262,7 @@ real_bench()
 	local c var mode setup
 	real_deps
 	REAL_SHA=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	REAL_RUN="$(date -u '+%F %R UTC'), $(uname -r), load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
 	for c in $REAL_CASES; do
 		IFS=: read -r var mode setup <<<"$c"
 		DISTURBED=0
@@ -270,7 +275,7 @@ real_report()
 	cat <<EOF
 ### 7. Real programs from Debian's archive (bench/real)
 
-Sizes: redis DEBUG POPULATE $REDIS_POP keys of $REDIS_D bytes + $REDIS_KEYS benchmark keys, redis-benchmark -t set,get -r $REDIS_KEYS -n $REDIS_N -c 8; memcached -m $MEMC_MB, $MEMC_KEYS values of $MEMC_VS bytes, bench_memc_load (90% GET, 10% SET, one request at a time, every value checked); JVM (OpenJDK $(java -version 2>&1 | awk -F'"' 'NR == 1 { print $2 }'), G1) -Xms/-Xmx $JVM_HEAP, HeapLookup of $JVM_N entries; CPython $(python3 -c 'import platform; print(platform.python_version())') dict of $PY_N entries. THP enabled=never while each program fills (jvm-thp and redis-nothp: MODE), then MODE and the collapser at t0; % huge = AnonHugePages / Anonymous (smaps_rollup), cap $REAL_CAP s. Code: $REAL_SHA (the \`off\` rows measure this main's \`off\` mode, before issue 17 part 2). † another hugecollapsed ran meanwhile.
+Sizes: redis DEBUG POPULATE $REDIS_POP keys of $REDIS_D bytes + $REDIS_KEYS benchmark keys, redis-benchmark -t set,get -r $REDIS_KEYS -n $REDIS_N -c 8; memcached -m $MEMC_MB, $MEMC_KEYS values of $MEMC_VS bytes, bench_memc_load (90% GET, 10% SET, one request at a time, every value checked); JVM (OpenJDK $(java -version 2>&1 | awk -F'"' 'NR == 1 { print $2 }'), G1) -Xms/-Xmx $JVM_HEAP, HeapLookup of $JVM_N entries; CPython $(python3 -c 'import platform; print(platform.python_version())') dict of $PY_N entries. THP enabled=never while each program fills (jvm-thp and redis-nothp: MODE), then MODE and the collapser at t0; % huge = AnonHugePages / Anonymous (smaps_rollup), cap $REAL_CAP s. Code: $REAL_SHA. Run: $REAL_RUN, at the end $(cut -d' ' -f1-3 /proc/loadavg). † another hugecollapsed ran meanwhile.
 
 | program | THP enabled | setup | anon at t0 | huge at t0 | time to ≥ 90% huge | huge at end | RSS before → after | CPU s (stat) | khugepaged collapsed pages (system-wide) | check |
 | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |

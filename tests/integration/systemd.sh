@@ -153,7 +153,7 @@ assert_lt "the workload starts mostly not PMD-mapped" "$before" 90
 # ExecMainStatus= still tell how the last run ended.
 assert_cmd "systemctl enable hugecollapsed ([Install] section)" inc systemctl enable -q hugecollapsed
 jstart=$(journal_lines)
-if timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed; then
+if inc_timeout 90 systemctl start hugecollapsed; then
 	hc_ok "systemctl start hugecollapsed (READY=1 before the start timeout)"
 else
 	hc_not_ok "systemctl start hugecollapsed: $(journal_since "$jstart" | tail -n5)"
@@ -212,7 +212,7 @@ assert_eq "no watchdog timeout in the journal" \
 
 # Reload: ExecReload checks the file, then SIGHUP; RELOADING=1 … READY=1.
 jreload=$(journal_lines)
-if timeout 30 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl reload hugecollapsed; then
+if inc_timeout 30 systemctl reload hugecollapsed; then
 	hc_ok "systemctl reload hugecollapsed"
 else
 	hc_not_ok "systemctl reload hugecollapsed: $(journal_since "$jreload" | tail -n3)"
@@ -250,7 +250,7 @@ reload_entry()
 assert_cmd "the reload entry has its MESSAGE_ID and HUGECOLLAPSED_RELOAD=ok" reload_entry
 
 # A clean stop.
-if timeout 60 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl stop hugecollapsed; then
+if inc_timeout 60 systemctl stop hugecollapsed; then
 	hc_ok "systemctl stop hugecollapsed"
 else
 	hc_not_ok "systemctl stop hugecollapsed"
@@ -260,7 +260,7 @@ assert_eq "ExecMainStatus after stop" "$(show ExecMainStatus)" 0
 assert_eq "ExecMainCode after stop (1 = exited)" "$(show ExecMainCode)" 1
 
 # A crash: Restart=on-failure brings it back.
-timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed
+inc_timeout 90 systemctl start hugecollapsed
 pid1=$(show MainPID)
 n0=$(show NRestarts)
 inc systemctl kill -s SEGV hugecollapsed
@@ -284,7 +284,7 @@ mode=idle
 inc systemctl stop hugecollapsed
 inc sed -i "s/^#\\?khugepaged *=.*/khugepaged = $mode/" /etc/hugecollapsed/hugecollapsed.conf
 jidle=$(journal_lines)
-if timeout 60 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- systemctl start hugecollapsed 2>/dev/null; then
+if inc_timeout 60 systemctl start hugecollapsed 2>/dev/null; then
 	hc_not_ok "khugepaged = $mode with a read-only /sys fails to start"
 else
 	hc_ok "khugepaged = $mode with a read-only /sys fails to start"

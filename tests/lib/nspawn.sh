@@ -123,9 +123,19 @@ nspawn_rootfs_cache()
 	echo "$dir"
 }
 
+# A command in the container: its namespaces, and its root and working
+# directory too. Where nspawn cannot pivot_root (started from a chroot, as
+# in a debootstrapped CI root), the mount namespace's root is the host's
+# and the container is only chroot()ed into: --mount alone lands outside.
 inc()
 {
-	nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- "$@"
+	nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc --root --wd -- "$@"
+}
+
+# inc_timeout SECONDS CMD...: inc, killed after SECONDS.
+inc_timeout()
+{
+	timeout "$1" nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc --root --wd -- "${@:2}"
 }
 
 # nspawn splits the cgroup it runs in into "payload" (the container) and
@@ -221,8 +231,7 @@ nspawn_boot()
 	# "offline"; until it listens, it cannot connect; then --wait blocks
 	# until boot is done. How soon each comes differs from host to host.
 	for ((i = 0; i < 900; i++)); do
-		state=$(timeout 90 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
-			systemctl is-system-running --wait 2>&1)
+		state=$(inc_timeout 90 systemctl is-system-running --wait 2>&1)
 		[[ $state == *"Failed to connect"* || $state == offline* ]] || break
 		kill -0 "$NSPAWN_PID" 2>/dev/null || break
 		sleep 0.1
@@ -241,8 +250,7 @@ nspawn_poweroff()
 		return 0
 	fi
 	if kill -0 "$NSPAWN_PID" 2>/dev/null; then
-		timeout 10 nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc -- \
-			systemctl poweroff --no-block >/dev/null 2>&1 ||
+		inc_timeout 10 systemctl poweroff --no-block >/dev/null 2>&1 ||
 			kill -s RTMIN+4 "$CONTAINER_PID" 2>/dev/null
 		for ((i = 0; i < 300; i++)); do
 			kill -0 "$NSPAWN_PID" 2>/dev/null || break

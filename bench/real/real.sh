@@ -47,9 +47,9 @@ if ((QUICK)); then
 	REAL_TP_SETUPS=${REAL_TP_SETUPS:-idle}
 	# On this loaded 2-vCPU guest a redis case takes 1-5 minutes (DEBUG
 	# DIGEST of 2.3 M keys took 90 s): --quick keeps redis small and runs
-	# one case per program, the khugepaged rows left to REAL_CASES.
-	REAL_CASES=${REAL_CASES:-redis:always:idle redis:always:off redis-nothp:always:idle memcached:always:idle
-		jvm:always:idle jvm-thp:madvise:kdef python:always:idle}
+	# one or two cases per program and every setup once.
+	REAL_CASES=${REAL_CASES:-redis:always:idle redis:always:off redis:always:paced redis-nothp:always:idle
+		memcached:always:idle memcached:always:kbud jvm:always:idle jvm-thp:madvise:kdef python:always:idle}
 else
 	# About 1 GiB of data per program and a cap of 90 s: the 28 cases take
 	# about an hour on a quiet 2-vCPU guest (a capped case ~2.5 min, one

@@ -127,16 +127,13 @@ nspawn_rootfs_cache()
 # directory too. Where nspawn cannot pivot_root (started from a chroot, as
 # in a debootstrapped CI root), the mount namespace's root is the host's
 # and the container is only chroot()ed into: --mount alone lands outside.
-inc()
-{
-	nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc --root --wd -- "$@"
-}
-
-# inc_timeout SECONDS CMD...: inc, killed after SECONDS.
+# inc_timeout SECONDS CMD...: killed after SECONDS (0: never).
 inc_timeout()
 {
 	timeout "$1" nsenter --target "$CONTAINER_PID" --mount --pid --uts --ipc --root --wd -- "${@:2}"
 }
+
+inc() { inc_timeout 0 "$@"; }
 
 # nspawn splits the cgroup it runs in into "payload" (the container) and
 # "supervisor" (itself), in the cgroup2 hierarchy and, on a hybrid host, in

@@ -113,6 +113,7 @@ real_bg_load()
 	done >"$TMP/real.during"
 }
 
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 fmt_list() { tr ' ' '\n' <<<"$1" | awk 'NF' | tr '\n' ' ' | sed 's/ $//'; }
 
 # real_case VARIANT MODE SETUP: one row.
@@ -174,7 +175,7 @@ real_case()
 
 	local dat=$BENCH_OUT/real_${var}_${mode}_${setup}.dat t pct reach='' pmax=0
 	mkdir -p "$BENCH_OUT"
-	echo "# seconds percent_huge ($var, enabled=$mode, $setup; $(date -u '+%F %R UTC'), load average $(cut -d" " -f1-3 /proc/loadavg))" >"$dat"
+	echo "# seconds percent_huge ($var, enabled=$mode, $setup; $(date -u '+%F %R UTC'), load average $(loadavg))" >"$dat"
 	while :; do
 		t=$(calc %.2f "$(now) - $t0")
 		pct=$(real_pct "$pid")
@@ -262,7 +263,7 @@ real_bench()
 	local c var mode setup
 	real_deps
 	REAL_SHA=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
-	REAL_RUN="$(date -u '+%F %R UTC'), $(uname -r), load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
+	REAL_RUN="$(date -u '+%F %R UTC'), $(uname -r), load average at the start $(loadavg)"
 	for c in $REAL_CASES; do
 		IFS=: read -r var mode setup <<<"$c"
 		DISTURBED=0
@@ -275,7 +276,7 @@ real_report()
 	cat <<EOF
 ### 7. Real programs from Debian's archive (bench/real)
 
-Sizes: redis DEBUG POPULATE $REDIS_POP keys of $REDIS_D bytes + $REDIS_KEYS benchmark keys, redis-benchmark -t set,get -r $REDIS_KEYS -n $REDIS_N -c 8; memcached -m $MEMC_MB, $MEMC_KEYS values of $MEMC_VS bytes, bench_memc_load (90% GET, 10% SET, one request at a time, every value checked); JVM (OpenJDK $(java -version 2>&1 | awk -F'"' 'NR == 1 { print $2 }'), G1) -Xms/-Xmx $JVM_HEAP, HeapLookup of $JVM_N entries; CPython $(python3 -c 'import platform; print(platform.python_version())') dict of $PY_N entries. THP enabled=never while each program fills (jvm-thp and redis-nothp: MODE), then MODE and the collapser at t0; % huge = AnonHugePages / Anonymous (smaps_rollup), cap $REAL_CAP s. Code: $REAL_SHA. Run: $REAL_RUN, at the end $(cut -d' ' -f1-3 /proc/loadavg). † another hugecollapsed ran meanwhile.
+Sizes: redis DEBUG POPULATE $REDIS_POP keys of $REDIS_D bytes + $REDIS_KEYS benchmark keys, redis-benchmark -t set,get -r $REDIS_KEYS -n $REDIS_N -c 8; memcached -m $MEMC_MB, $MEMC_KEYS values of $MEMC_VS bytes, bench_memc_load (90% GET, 10% SET, one request at a time, every value checked); JVM (OpenJDK $(java -version 2>&1 | awk -F'"' 'NR == 1 { print $2 }'), G1) -Xms/-Xmx $JVM_HEAP, HeapLookup of $JVM_N entries; CPython $(python3 -c 'import platform; print(platform.python_version())') dict of $PY_N entries. THP enabled=never while each program fills (jvm-thp and redis-nothp: MODE), then MODE and the collapser at t0; % huge = AnonHugePages / Anonymous (smaps_rollup), cap $REAL_CAP s. Code: $REAL_SHA. Run: $REAL_RUN, at the end $(loadavg). † another hugecollapsed ran meanwhile.
 
 | program | THP enabled | setup | anon at t0 | huge at t0 | time to ≥ 90% huge | huge at end | RSS before → after | CPU s (stat) | khugepaged collapsed pages (system-wide) | check |
 | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |

@@ -103,13 +103,25 @@ rss_kb()
 {
 	awk '/^VmRSS:/ {print $2}' "/proc/$DPID/status" 2>/dev/null || echo 0
 }
-# What each fd is, one line per fd.
+# What each fd is, one line per fd, leaving out the kept /proc/PID/stat
+# fds (src/sample/stat_fds.h): which processes they name changes with the
+# churn, and stat_fds_bounded checks their number.
 fd_targets()
 {
 	local f
 	for f in "/proc/$DPID/fd"/*; do
 		readlink "$f"
-	done 2>/dev/null | sed 's/:\[[0-9]*\]$//' | sort
+	done 2>/dev/null | sed 's/:\[[0-9]*\]$//' | grep -Ev '^/proc/[0-9]+/stat$' | sort
+}
+# The kept /proc/PID/stat fds: at most STAT_FDS_MAX, however many
+# processes came and went.
+STAT_FDS_MAX=$(sed -n 's/^#define STAT_FDS_MAX \([0-9]*\).*/\1/p' "$HC_SRC/src/sample/stat_fds.h")
+stat_fd_count()
+{
+	local f
+	for f in "/proc/$DPID/fd"/*; do
+		readlink "$f"
+	done 2>/dev/null | grep -Ec '^/proc/[0-9]+/stat$'
 }
 # The daemon's fds at rest: a pass holds a pidfd and a few /proc files open
 # for moments, so one snapshot may catch them (a CI run failed on exactly
@@ -177,6 +189,7 @@ hc_log "daemon VmRSS kB: warm-up ${warm}, max ${max}, last ${last} over ${n} sam
 assert_le "daemon VmRSS max (kB)" "$max" "$RSS_LIMIT_KB"
 assert_le "daemon VmRSS growth after warm-up (kB)" "$((last - warm))" "$RSS_GROWTH_KB"
 assert_le "daemon open fds at rest after churn (before: $FD0)" "$(steady_fds "$HC_TMP/fds.after")" "$FD0"
+assert_le "daemon's kept /proc/PID/stat fds after churn (STAT_FDS_MAX)" "$(stat_fd_count)" "${STAT_FDS_MAX:-0}"
 if ! cmp -s "$HC_TMP/fds.before" "$HC_TMP/fds.after"; then
 	hc_log "daemon fds before and after differ:"
 	diff "$HC_TMP/fds.before" "$HC_TMP/fds.after" | sed 's/^/#   /'

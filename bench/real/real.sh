@@ -52,8 +52,8 @@ if ((QUICK)); then
 		memcached:always:idle memcached:always:kbud jvm:always:idle jvm-thp:madvise:kdef python:always:idle}
 else
 	# About 1 GiB of data per program and a cap of 90 s: the 28 cases take
-	# about an hour on a quiet 2-vCPU guest (a capped case ~2.5 min, one
-	# that reaches 90% ~1.5 min). khugepaged at its defaults needs minutes
+	# half an hour on a quiet 2-vCPU guest (30 min on 2026-12-07; a capped
+	# case ~2.3 min, one that reaches 90% under a minute). khugepaged at its defaults needs minutes
 	# per GiB, so a longer cap shows only a slope the plot already shows.
 	REAL_CAP=${REAL_CAP:-90} REAL_RUNS=${REAL_RUNS:-3} REAL_CHUNK=3
 	REDIS_POP=${REDIS_POP:-3000000} REDIS_KEYS=${REDIS_KEYS:-500000} REDIS_D=${REDIS_D:-128} REDIS_N=${REDIS_N:-50000}

@@ -320,6 +320,8 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .news_passes = e->news_passes,
 				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->scanner.resume_pid,
+				     .pending = e->pending,
+				     .partial_scans = e->partial_scans,
 				     .block_hist = e->dispatch.block_hist,
 				     .pass_hist = e->pass_hist,
 				     .pressure_paused = e->pressure.paused,

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "metrics_schedule.h"
 #include "news_gate.h"
+#include "pass_backoff.h"
 #include "privilege.h"
 #include "producer.h"
 #include "thp_policy.h"
@@ -51,6 +52,7 @@ struct service {
 	struct watch_sources news;
 	sd_event_source *news_later; /* a storm: look and listen again at the gap's end */
 	struct news_gate news_gate;
+	struct pass_backoff backoff;         /* timer: intervals until the next pass (pass_backoff.h) */
 	bool metrics_failed;                 /* logged once until it works again */
 	struct metrics_memory metrics_mem;   /* stable series from one write to the next */
 	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
@@ -325,6 +327,16 @@ static int on_rearm(sd_event_source *src, uint64_t usec, void *userdata)
  * cost no epoll_ctl(): perf's poll reports each one once. */
 static void follow_news(struct service *s);
 
+/* Something happened (news, a reload): a timer that backed off after quiet
+ * passes (pass_backoff.h) runs the next within one interval again. */
+static void pass_within_interval(struct service *s)
+{
+	if (!pass_backoff_reset(&s->backoff) || !s->pass_source || s->back_to_back)
+		return;
+	sd_event_source_set_time_relative(s->pass_source, interval_usec(s));
+	sd_event_source_set_enabled(s->pass_source, SD_EVENT_ONESHOT);
+}
+
 static void look_for_news(struct service *s)
 {
 	double now = monotonic_seconds();
@@ -341,6 +353,7 @@ static void look_for_news(struct service *s)
 	run_pass(s, news, news ? n : 0, &ps);
 	news_gate_ran(&s->news_gate, now, ps.scan_s);
 	follow_news(s);
+	pass_within_interval(s);
 }
 
 static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -442,14 +455,24 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct service *s = userdata;
 
+	uint64_t next;
+
 	(void)usec;
 	if (s->back_to_back) {
 		back_to_back_pass(s);
+		next = tick_usec(s);
 	} else {
-		run_pass(s, NULL, 0, NULL);
+		struct pass_stats ps;
+		struct engine_stats es;
+
+		run_pass(s, NULL, 0, &ps);
 		follow_news(s);
+		engine_stats_get(&s->engine, &es);
+		next = pass_backoff_usec(pass_backoff_after(&s->backoff, pass_quiet(&ps, &es),
+							    s->news.n && engine_doorbell(&s->engine)->ncpu),
+					 interval_usec(s));
 	}
-	sd_event_source_set_time_relative(src, tick_usec(s));
+	sd_event_source_set_time_relative(src, next);
 	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 	return 0;
 }
@@ -465,6 +488,7 @@ static int schedule_passes(struct service *s)
 	if (s->pass_source && s->back_to_back == back_to_back)
 		return 0;
 	drop_pass_sources(s);
+	pass_backoff_init(&s->backoff);
 	s->back_to_back = back_to_back;
 	if (back_to_back)
 		r = add_doorbell_sources(s);
@@ -626,6 +650,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		engine_set_config(&s->engine, &s->cfg);
 		if (schedule_passes(s) < 0)
 			log_err("cannot reschedule passes after reload");
+		pass_within_interval(s);
 		if (s->cfg.cold_watch != cold_watch_active(engine_cold(&s->engine)))
 			cold_watch_apply_config(s);
 		follow_news(s);

@@ -301,6 +301,13 @@ struct engine_view engine_view(const struct engine *e)
 	return (struct engine_view){.procs = e->st, .nprocs = e->nst, .cands = cands, .ncands = ncands};
 }
 
+/* Blocks remembered, a scan stopped midway, a pass that ran out of time:
+ * the next pass has work whether or not anything faulted. */
+static bool engine_work_left(const struct engine *e)
+{
+	return e->pending || e->scanner.resume_pid || e->partial_scans;
+}
+
 void engine_stats_get(const struct engine *e, struct engine_stats *out)
 {
 	*out = (struct engine_stats){.cfg = e->cfg,
@@ -320,8 +327,7 @@ void engine_stats_get(const struct engine *e, struct engine_stats *out)
 				     .news_passes = e->news_passes,
 				     .doorbell_opens = e->sampler.doorbell.opens,
 				     .resume_pid = e->scanner.resume_pid,
-				     .pending = e->pending,
-				     .partial_scans = e->partial_scans,
+				     .work_left = engine_work_left(e),
 				     .block_hist = e->dispatch.block_hist,
 				     .pass_hist = e->pass_hist,
 				     .pressure_paused = e->pressure.paused,
@@ -586,9 +592,8 @@ static bool pass_can_idle(struct engine *e, double now)
 
 	for (size_t i = 0; i < c->nrules && !sampling; i++)
 		sampling = c->rules[i].policy.access_sampling;
-	if (sampling || e->pending || e->scanner.resume_pid || e->partial_scans || e->last_full_pass <= 0 ||
-	    now - e->last_full_pass >= c->full_rescan_s || sampler_rang(&e->sampler) ||
-	    (e->cold.recheck_at > 0 && now >= e->cold.recheck_at) || e->cold.advised.n)
+	if (sampling || engine_work_left(e) || e->last_full_pass <= 0 || now - e->last_full_pass >= c->full_rescan_s ||
+	    sampler_rang(&e->sampler) || (e->cold.recheck_at > 0 && now >= e->cold.recheck_at) || e->cold.advised.n)
 		return false;
 	return sampler_mapped_quiet(&e->sampler, now);
 }

@@ -45,8 +45,7 @@ struct engine_stats {
 	uint64_t news_passes;                               /* timer: passes news ran early (news_gate.h) */
 	unsigned doorbell_opens;                            /* fault_doorbell.opens: each changed the fds */
 	pid_t resume_pid;                                   /* a pass ran out of time: the next resumes here */
-	size_t pending;                                     /* candidate blocks remembered after the last pass */
-	size_t partial_scans;                               /* processes whose scan stopped midway */
+	bool work_left;                                     /* blocks remembered, a scan stopped midway: more to do */
 	struct histogram block_hist;                        /* seconds per block */
 	struct histogram pass_hist;                         /* seconds per pass */
 	bool pressure_paused;

@@ -12,14 +12,14 @@ bool pass_quiet(const struct pass_stats *p, const struct engine_stats *e)
 	if (p->idle)
 		return true;
 	return !p->collapsed_bytes && !p->would_collapse_bytes && !p->full_sample && !p->backing_off &&
-	       !p->pressure_paused && !e->pending && !e->partial_scans && !e->resume_pid && !e->view.ncands;
+	       !p->pressure_paused && !e->work_left && !e->view.ncands;
 }
 
 unsigned pass_backoff_after(struct pass_backoff *b, bool quiet, bool doorbell)
 {
 	if (!quiet || !doorbell)
 		b->intervals = 1;
-	else if (b->intervals < PASS_BACKOFF_MAX)
+	else
 		b->intervals = b->intervals * 2 > PASS_BACKOFF_MAX ? PASS_BACKOFF_MAX : b->intervals * 2;
 	return b->intervals;
 }

@@ -5,14 +5,15 @@
  * With the page-fault doorbell, news (a process faulting in new memory, an
  * opt-in with MADV_HUGEPAGE) runs a pass at once (news_gate.h), so a timer
  * pass that finds nothing to do is mostly a wake-up, and a wake-up costs
- * 100-150 us in a guest however little it does (BENCHMARKS.md, section 10).
+ * 100-250 us in a guest however little it does (BENCHMARKS.md, section 10).
  * After each quiet pass the next comes twice as late, up to
  * PASS_BACKOFF_MAX intervals and never more than PASS_BACKOFF_MAX_S later
  * than one interval would (long intervals need no back-off); a pass with
- * work, or a news pass, brings it back to one. What only timer passes see waits that much longer at most:
- * memory mapped without faults (the meminfo watch), a process faulting too
- * little to be news, the rolling rescan (whose slice grows with the gap,
- * so full_rescan_s holds) and the budget (it refills by elapsed time).
+ * work, or a news pass, brings it back to one. What only timer passes see
+ * waits that much longer at most: memory mapped without faults (the
+ * meminfo watch), a process faulting too little to be news, the rolling
+ * rescan (whose slice grows with the gap, so full_rescan_s holds) and the
+ * budget (it refills by elapsed time).
  * Without the doorbell every fault waits for the timer: no back-off. */
 #pragma once
 #include <stdbool.h>

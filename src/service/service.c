@@ -454,7 +454,6 @@ static int add_doorbell_sources(struct service *s)
 static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct service *s = userdata;
-
 	uint64_t next;
 
 	(void)usec;

@@ -43,20 +43,20 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
 hc_write_config "$CONF" "scan_interval_ms = 0
 khugepaged = keep" ""
-sed -i "s|^metrics_file =.*|metrics_file = $METRICS\nmetrics_interval_s = 1|" "$CONF"
+hc_config_metrics "$CONF" "$METRICS"
 # metric NAME: its value in the metrics file (0 before the first write).
 # hc_cpu_probe's CPU time over 10 s on a quiet 2-vCPU CI guest: 12-15 ms.
 PROBE_QUIET_US=15000
 metric()
 {
-	awk -v n="$1" '$1 == n { print $2; found = 1 } END { if (!found) print 0 }' "$METRICS" 2>/dev/null || echo 0
+	hc_metric "$METRICS" "$1"
 }
 
 # measure MODE: starts the daemon (doorbell: as it is; no_perf: under
 # hc_no_perf) and checks its passes and CPU over 10 s.
 measure()
 {
-	local mode=$1 i cpu0 cpu1 passes0 wake0 idle0 passes wakes working cpu_us nprocs scale
+	local mode=$1 cpu0 cpu1 passes0 wake0 idle0 passes wakes working cpu_us nprocs scale
 	local probe_pid probe_out probe_us slow
 	# A sanitized daemon (HC_TIME_SCALE, scripts/test.sh) costs a few times
 	# the CPU; the spinning this catches costs orders of magnitude more.
@@ -67,10 +67,7 @@ measure()
 	hc_daemon_start "$CONF" || return 1
 	# The metrics file is rewritten at most once a second back to back: wait
 	# for it, let the start settle, then measure over 10 s.
-	for ((i = 0; i < 50; i++)); do
-		[[ -s $METRICS ]] && break
-		sleep 0.1
-	done
+	hc_wait_until 5 test -s "$METRICS"
 	sleep 2
 	probe_out=$HC_TMP/probe.$mode
 	"$HC_CPU_PROBE" 10 >"$probe_out" &

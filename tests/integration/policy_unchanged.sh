@@ -35,7 +35,7 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 hc_write_config "$CONF" "scan_interval_ms = 300
 full_rescan_s = 3600" ""
 METRICS=$HC_TMP/metrics.prom
-sed -i "s|^metrics_file =.*|metrics_file = $METRICS\nmetrics_interval_s = 1|" "$CONF"
+hc_config_metrics "$CONF" "$METRICS"
 hc_write_rule "$CONF" unchanged ""
 # Workloads opt in with MADV_HUGEPAGE: keep khugepaged from collapsing them too.
 hc_khugepaged_quiet || exit 1

@@ -29,26 +29,23 @@ CONF=$HC_TMP/conf/hugecollapsed.conf
 METRICS=$HC_TMP/metrics.prom
 hc_write_config "$CONF" "scan_interval_ms = 1000
 khugepaged = keep" ""
-sed -i "s|^metrics_file =.*|metrics_file = $METRICS\nmetrics_interval_s = 1|" "$CONF"
+hc_config_metrics "$CONF" "$METRICS"
 
 metric()
 {
-	awk -v n="$1" '$1 == n { print $2; found = 1 } END { if (!found) print 0 }' "$METRICS" 2>/dev/null || echo 0
+	hc_metric "$METRICS" "$1"
 }
 
 # measure MODE: starts the daemon (doorbell: as it is; no_perf: under
 # hc_no_perf) and counts its passes over 20 s.
 measure()
 {
-	local mode=$1 i passes0 news0 passes news timer
+	local mode=$1 passes0 news0 passes news timer
 	HC_DAEMON_WRAP=()
 	[[ $mode == no_perf ]] && HC_DAEMON_WRAP=("$HC_NO_PERF")
 	rm -f "$METRICS"
 	hc_daemon_start "$CONF" || return 1
-	for ((i = 0; i < 50; i++)); do
-		[[ -s $METRICS ]] && break
-		sleep 0.1
-	done
+	hc_wait_until 5 test -s "$METRICS"
 	# Let the start settle and the back-off reach its cap: 1 + 2 + 4 s.
 	sleep 8
 	passes0=$(metric hugecollapsed_passes_total)

@@ -170,6 +170,20 @@ hc_write_config()
 	chmod 0644 "$file"
 }
 
+# hc_config_metrics FILE METRICS: a hc_write_config file writes its metrics
+# to METRICS, rewritten at least every second.
+hc_config_metrics()
+{
+	sed -i "s|^metrics_file =.*|metrics_file = $2\nmetrics_interval_s = 1|" "$1"
+}
+
+# hc_metric METRICS NAME: NAME's value in the metrics file METRICS; 0 when
+# the file or the series is not there (yet).
+hc_metric()
+{
+	awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print 0 }' "$1" 2>/dev/null || echo 0
+}
+
 # hc_write_rule FILE NAME KEYS: a policy file enabling cgroup NAME.
 hc_write_rule()
 {

@@ -383,7 +383,8 @@ static void test_auxv_random(void **state)
 }
 
 /* Both fingerprints of a process that reads its PID directory. */
-static void fingerprints(pid_t pid, uint64_t *stat_id, uint64_t *rnd)
+/* Returns the state letter of /proc/PID/stat. */
+static char fingerprints(pid_t pid, uint64_t *stat_id, uint64_t *rnd)
 {
 	char path[64];
 	struct proc_sample ps;
@@ -396,6 +397,7 @@ static void fingerprints(pid_t pid, uint64_t *stat_id, uint64_t *rnd)
 	*stat_id = ps.exec_id;
 	*rnd = read_exec_random(dirfd);
 	close(dirfd);
+	return ps.state;
 }
 
 /* Is pid running the loop's image: /bin/sh -c "$X"? */
@@ -455,9 +457,13 @@ static void test_exec_random_aslr_off(void **state)
 		s1 = s2;
 		r1 = r2;
 		assert_int_equal(write(in[1], "\n", 1), 1);
+		/* execve() saves the new auxv before it sets the code and
+		 * data addresses: a read in between sees new AT_RANDOM bytes
+		 * beside half-set addresses. The new image is complete once
+		 * it sleeps in its read of the pipe. */
 		for (deadline = now_s() + 10; now_s() < deadline; usleep(1000)) {
-			fingerprints(pid, &s2, &r2);
-			if (r2 != r1 && r2 != 0)
+			char st = fingerprints(pid, &s2, &r2);
+			if (r2 != r1 && r2 != 0 && st == 'S')
 				break;
 		}
 	}

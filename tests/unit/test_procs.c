@@ -382,8 +382,8 @@ static void test_auxv_random(void **state)
 	assert_int_equal(parse_auxv_random(auxv, 3 * sizeof(uint64_t), &addr), -ENOENT); /* cut before the value */
 }
 
-/* Both fingerprints of a process that reads its PID directory. */
-/* Returns the state letter of /proc/PID/stat. */
+/* Both fingerprints of a process, read from its PID directory, and its
+ * state letter from the same stat. */
 static char fingerprints(pid_t pid, uint64_t *stat_id, uint64_t *rnd)
 {
 	char path[64];

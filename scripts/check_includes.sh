@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Includes that point one way: every *.c/*.h of src/ is in the folder of
 # its layer, src/<layer>/, and scripts/layers.txt orders the layers bottom to
-# top. A module is foo.c and foo.h (src/scan/bpf/ is the module bpf). A
+# top. A module is foo.c and foo.h (a bpf/ folder, src/scan/bpf/, is one). A
 # file's #include "..." of another module names one of its own layer or of a
 # lower one, and the modules' include graph has no cycle. An include that
 # names no file of src/ (a generated header: thp_prctl.skel.h) is not
@@ -16,10 +16,12 @@ trap 'rm -f "$edges"' EXIT
 
 fail=0
 awk -v edges="$edges" '
-# A path'"'"'s module: its basename without .c/.h, or bpf under a bpf/ folder.
+# A path'"'"'s module: its basename without .c/.h, or its bpf/ folder.
 function module(p) {
-	if (p ~ /(^|\/)bpf\//)
-		return "bpf"
+	if (p ~ /(^|\/)bpf\//) {
+		sub(/\/bpf\/.*/, "/bpf", p)
+		return p
+	}
 	sub(/.*\//, "", p)
 	sub(/\.[ch]$/, "", p)
 	return p

@@ -65,6 +65,7 @@ void prctl_table_free(struct prctl_table *t)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_embedded.h"
 #include "thp_prctl.skel.h"
 
 struct prctl_iter {
@@ -74,13 +75,6 @@ struct prctl_iter {
 	char *buf;
 	size_t cap;
 };
-
-/* libbpf's own messages: only at debug level, the caller says what failed. */
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level, (void)fmt, (void)ap;
-	return 0;
-}
 
 int prctl_iter_usable(void)
 {
@@ -101,25 +95,16 @@ int prctl_iter_usable(void)
 int prctl_iter_open(struct prctl_iter **out)
 {
 	struct prctl_iter *it = calloc(1, sizeof(*it));
+	const void *elf;
+	size_t len;
 	int r;
 
 	if (!it)
 		return -ENOMEM;
-	libbpf_set_print(quiet);
-	/* Only the skeleton's embedded object is used: its generated helpers
-	 * are libbpf's code, which our static analysis should not judge. */
-	size_t len;
-	const void *elf = thp_prctl_bpf__elf_bytes(&len);
-	it->obj = bpf_object__open_mem(elf, len, NULL);
-	if (!it->obj) {
-		r = -errno;
+	elf = thp_prctl_bpf__elf_bytes(&len);
+	r = bpf_embedded_open(elf, len, "thp_prctl", &it->obj, &it->prog);
+	if (r < 0)
 		goto fail;
-	}
-	it->prog = bpf_object__find_program_by_name(it->obj, "thp_prctl");
-	if (!it->prog) {
-		r = -ENOENT;
-		goto fail;
-	}
 	r = bpf_object__load(it->obj);
 	if (r < 0)
 		goto fail;

@@ -110,11 +110,18 @@ const struct proc_state *engine_find(const struct engine *e, pid_t pid)
 	return proc_state_find(e->st, e->nst, pid);
 }
 
-/* Back to back, each doorbell wake-up runs a pass; with a timer it only
- * asks whether news warrant one early (fault_doorbell.h). */
-static unsigned doorbell_wakeup(const struct config *cfg)
+/* Back to back, each doorbell wake-up runs a pass for whoever faulted on
+ * the CPU; with a timer it only asks whether news warrant one early, and
+ * only one process's faults are news (fault_doorbell.h). */
+static void open_doorbell(struct engine *e, const struct config *cfg, bool reopen)
 {
-	return cfg->scan_interval_ms ? DOORBELL_WAKEUP_NEWS : DOORBELL_WAKEUP;
+	bool timer = cfg->scan_interval_ms != 0;
+	unsigned wakeup = timer ? DOORBELL_WAKEUP_NEWS : DOORBELL_WAKEUP;
+
+	if (reopen)
+		sampler_doorbell_wakeup(&e->sampler, wakeup, timer);
+	else
+		sampler_open_doorbell(&e->sampler, e->now(), wakeup, timer);
 }
 
 int engine_init(struct engine *e, const struct config *cfg, const struct hc_paths *paths)
@@ -167,7 +174,7 @@ int engine_init(struct engine *e, const struct config *cfg, const struct hc_path
 		vmstat_reader_close(&e->vmstat);
 		return r;
 	}
-	sampler_open_doorbell(&e->sampler, e->now(), doorbell_wakeup(cfg));
+	open_doorbell(e, cfg, false);
 	return 0;
 }
 
@@ -274,7 +281,7 @@ void engine_set_config(struct engine *e, const struct config *cfg)
 	const struct config *old = e->cfg;
 
 	e->cfg = cfg;
-	sampler_doorbell_wakeup(&e->sampler, doorbell_wakeup(cfg));
+	open_doorbell(e, cfg, true);
 	scanner_policy_changed(&e->scanner); /* what was closed under the old rules may not be */
 	open_vmstat(e, cfg);
 	for (size_t i = 0; i < e->nst; i++)

@@ -95,8 +95,18 @@ static int sys_open_tasks(void *ctx, int cpu, size_t len, int *fd, void **page)
 	return 0;
 }
 
-static const struct fault_doorbell_ops sys_ops = {
-    .open_cpu = sys_open_cpu, .close_cpu = sys_close_cpu, .read_online = sys_read_online, .open_tasks = sys_open_tasks};
+static const struct fault_doorbell_ops sys_ops = {.open_cpu = sys_open_cpu,
+						  .close_cpu = sys_close_cpu,
+						  .read_online = sys_read_online,
+						  .open_tasks = sys_open_tasks,
+						  .news = &fault_news_sys};
+
+static void close_filter(struct fault_doorbell *d)
+{
+	if (d->news)
+		d->ops->news->close(d->news);
+	d->news = NULL;
+}
 
 /* Closes every event, keeping the arrays. */
 static void close_events(struct fault_doorbell *d)
@@ -132,8 +142,9 @@ static void open_task_events(struct fault_doorbell *d, const int *cpu_of)
 		d->ops->close_cpu(d->ops->ctx, d->task_fd[i], d->task_page[i], d->task_map_len);
 }
 
-/* Opens one event per CPU that is online now (into empty arrays). */
-static int open_events(struct fault_doorbell *d)
+/* Opens one event per CPU that is online now (into empty arrays), with
+ * the filter if d->news; *filter_err: attaching it failed (nothing open). */
+static int open_events_once(struct fault_doorbell *d, int *filter_err)
 {
 	int err = 0;
 
@@ -146,7 +157,8 @@ static int open_events(struct fault_doorbell *d)
 	if (d->ops->read_online(d->ops->ctx, d->online, sizeof(d->online)) < 0)
 		d->online[0] = '\0';
 	for (int cpu = 0; cpu < d->possible; cpu++) {
-		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, d->wakeup, &fd, &d->page[d->ncpu]);
+		unsigned wakeup = d->news ? DOORBELL_WAKEUP_UNPOLLED : d->wakeup;
+		int fd, r = d->ops->open_cpu(d->ops->ctx, cpu, d->map_len, wakeup, &fd, &d->page[d->ncpu]);
 
 		if (r == -ENODEV || r == -EINVAL) /* offline or not present */
 			continue;
@@ -156,6 +168,10 @@ static int open_events(struct fault_doorbell *d)
 		}
 		cpu_of[d->ncpu] = cpu;
 		d->fd[d->ncpu++] = fd;
+		if (d->news && (r = d->ops->news->attach(d->news, fd)) < 0) {
+			err = *filter_err = r;
+			break;
+		}
 	}
 	if (!err && d->ncpu == 0)
 		err = -ENODEV;
@@ -167,8 +183,36 @@ static int open_events(struct fault_doorbell *d)
 	return err;
 }
 
+/* As open_events_once(); a filter that cannot be attached is dropped
+ * (d->news_err), and the events opened without it. */
+static int open_events(struct fault_doorbell *d)
+{
+	int ferr = 0, r = open_events_once(d, &ferr);
+
+	if (ferr) {
+		close_filter(d);
+		d->news_err = ferr;
+		r = open_events_once(d, &ferr);
+	}
+	return r;
+}
+
+/* Loads the filter if d->per_process (d->news_err: why not). */
+static void load_filter(struct fault_doorbell *d)
+{
+	d->news_err = 0;
+	if (!d->per_process)
+		return;
+	if (!d->ops->news)
+		d->news_err = -ENOSYS;
+	else
+		d->news_err = d->ops->news->open(&d->news, d->wakeup);
+	if (d->news_err)
+		d->news = NULL;
+}
+
 int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible,
-			    unsigned wakeup)
+			    unsigned wakeup, bool per_process)
 {
 	int err;
 
@@ -176,6 +220,7 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	if (possible < 1 || wakeup < 1)
 		return -EINVAL;
 	d->wakeup = wakeup;
+	d->per_process = per_process;
 	d->possible = possible;
 	d->ops = ops;
 	d->fd = calloc((size_t)possible, sizeof(*d->fd));
@@ -188,6 +233,7 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 		return -ENOMEM;
 	}
 	d->map_len = (1 + DOORBELL_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+	load_filter(d);
 	err = open_events(d);
 	if (err) {
 		fault_doorbell_close(d);
@@ -198,10 +244,10 @@ int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbel
 	return 0;
 }
 
-int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup)
+int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup, bool per_process)
 {
 	/* Every CPU that can ever come online, not only those online now. */
-	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF), wakeup);
+	return fault_doorbell_open_ops(d, &sys_ops, (int)sysconf(_SC_NPROCESSORS_CONF), wakeup, per_process);
 }
 
 void fault_doorbell_close(struct fault_doorbell *d)
@@ -215,11 +261,30 @@ void fault_doorbell_close(struct fault_doorbell *d)
 	fault_pids_free(&d->kept);
 	fault_pids_free(&d->peek);
 	task_events_free(&d->kept_tasks);
+	close_filter(d);
 	memset(d, 0, sizeof(*d));
 }
 
 static int drain_rings(struct fault_doorbell *d, struct fault_pids *out);
 static int drain_task_rings(struct fault_doorbell *d, struct task_events *out);
+
+/* Closes the events and opens them again (open_events()). */
+static int reopen(struct fault_doorbell *d)
+{
+	int r;
+
+	/* Who faulted since the last drain is still wanted; who was born
+	 * between the close and the open is not known. */
+	if (drain_rings(d, &d->kept) < 0)
+		d->kept.lost = true;
+	if (d->tasks && drain_task_rings(d, &d->kept_tasks) < 0)
+		d->kept_tasks.lost = true;
+	d->kept_tasks.lost = true;
+	close_events(d);
+	r = open_events(d);
+	d->opens++; /* the fds changed, even to none */
+	return r;
+}
 
 int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 {
@@ -232,16 +297,7 @@ int fault_doorbell_refresh(struct fault_doorbell *d, bool force)
 		if (d->ops->read_online(d->ops->ctx, now, sizeof(now)) < 0 || !strcmp(now, d->online))
 			return 0;
 	}
-	/* Who faulted since the last drain is still wanted; who was born
-	 * between the close and the open is not known. */
-	if (drain_rings(d, &d->kept) < 0)
-		d->kept.lost = true;
-	if (d->tasks && drain_task_rings(d, &d->kept_tasks) < 0)
-		d->kept_tasks.lost = true;
-	d->kept_tasks.lost = true;
-	close_events(d);
-	r = open_events(d);
-	d->opens++; /* the fds changed, even to none */
+	r = reopen(d);
 	return r < 0 ? r : 1;
 }
 
@@ -260,11 +316,21 @@ static void consume(void *page, uint64_t head)
 	__atomic_store_n(&pg->data_tail, head, __ATOMIC_RELEASE);
 }
 
+/* The rings were consumed: the filter counts from zero again. */
+static void filter_drained(struct fault_doorbell *d)
+{
+	if (d->news) {
+		d->ops->news->reset(d->news);
+		d->ops->news->consume(d->news);
+	}
+}
+
 void fault_doorbell_arm(struct fault_doorbell *d)
 {
 	fault_pids_reset(&d->kept);
 	for (int i = 0; i < d->ncpu; i++)
 		consume(d->page[i], head_of(d->page[i]));
+	filter_drained(d);
 }
 
 bool fault_doorbell_rang(const struct fault_doorbell *d)
@@ -319,6 +385,8 @@ static int drain_rings(struct fault_doorbell *d, struct fault_pids *out)
 const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d)
 {
 	fault_pids_reset(&d->peek);
+	if (d->news) /* what rang is read from the rings themselves */
+		d->ops->news->consume(d->news);
 	if (d->ncpu == 0 || read_rings(d, &d->peek, false) < 0)
 		return NULL;
 	fault_pids_finish(&d->peek);
@@ -345,6 +413,7 @@ int fault_doorbell_drain(struct fault_doorbell *d, struct fault_pids *out)
 	fault_pids_reset(&d->kept);
 	if (r == 0)
 		r = drain_rings(d, out);
+	filter_drained(d);
 	if (r < 0)
 		return r;
 	fault_pids_finish(out);
@@ -403,15 +472,26 @@ int fault_doorbell_tasks(struct fault_doorbell *d, struct task_events *out)
 	return drain_task_rings(d, out);
 }
 
-int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup)
+int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup, bool per_process)
 {
-	if (wakeup < 1 || wakeup == d->wakeup)
+	int r;
+
+	if (!d->ops || !d->fd || wakeup < 1 || (wakeup == d->wakeup && per_process == d->per_process))
 		return 0;
 	d->wakeup = wakeup;
-	return fault_doorbell_refresh(d, true);
+	d->per_process = per_process;
+	close_filter(d); /* it counts to the old wakeup */
+	load_filter(d);
+	r = reopen(d);
+	return r < 0 ? r : 1;
+}
+
+int fault_doorbell_nfds(const struct fault_doorbell *d)
+{
+	return d->news && d->ncpu ? 1 : d->ncpu;
 }
 
 int fault_doorbell_fd(const struct fault_doorbell *d, int i)
 {
-	return d->fd[i];
+	return d->news ? d->ops->news->fd(d->news) : d->fd[i];
 }

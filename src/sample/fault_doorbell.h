@@ -38,6 +38,13 @@
  * instead of listing /proc every few seconds. Where the dummy event cannot
  * be opened, d->tasks is false and the caller lists /proc as before.
  *
+ * Per process (per_process, for a timer): a BPF program on the events
+ * (fault_news.h) counts the wakeup's samples per process since the last
+ * drain, and one fd (its ring) wakes when a process reaches them: a timer's
+ * news look then comes only for news. The perf fds are not polled then.
+ * Where the filter cannot be loaded or attached, the doorbell counts per
+ * CPU as before and news_err says why.
+ *
  * Needs perf_event_open with CAP_PERFMON or CAP_SYS_ADMIN; where it is not
  * available, fault_doorbell_open() fails and the caller samples every pass. */
 #pragma once
@@ -45,6 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault_news.h"
 #include "fault_ring.h"
 #include "task_ring.h"
 
@@ -53,6 +61,8 @@
 #define DOORBELL_WAKEUP_NEWS 64 /* 4096 faults, 16 MiB: news_gate.h's NEWS_FAULT_SAMPLES */
 #define DOORBELL_PAGES       8  /* data pages per CPU: 2048 records */
 #define DOORBELL_TASK_PAGES  16 /* per CPU: 2048 fork or exit records between two drains */
+/* Per process, the perf fds are not polled: wake (nobody) rarely. */
+#define DOORBELL_WAKEUP_UNPOLLED 1024
 
 /* The system calls, injectable for tests. */
 struct fault_doorbell_ops {
@@ -67,6 +77,8 @@ struct fault_doorbell_ops {
 	/* Opens CPU cpu's task event (fork and exit records) and maps len
 	 * bytes of it; closed by close_cpu. NULL: no task events. */
 	int (*open_tasks)(void *ctx, int cpu, size_t len, int *fd, void **page);
+	/* The per-process filter (fault_news_sys); NULL: none. */
+	const struct fault_news_ops *news;
 	void *ctx;
 };
 
@@ -75,7 +87,8 @@ struct fault_doorbell_ops {
 struct fault_doorbell {
 	int ncpu; /* events open */
 	int possible;
-	unsigned wakeup; /* samples per CPU before poll wakes */
+	unsigned wakeup;  /* samples per CPU (or process) before poll wakes */
+	bool per_process; /* asked for: counted per process */
 	int *fd;
 	void **page; /* mapped control page + DOORBELL_PAGES data pages per CPU */
 	size_t map_len;
@@ -90,17 +103,19 @@ struct fault_doorbell {
 	void **task_page; /* control page + DOORBELL_TASK_PAGES data pages */
 	size_t task_map_len;
 	struct task_events kept_tasks; /* drained from task rings closed by a refresh */
+	struct fault_news *news;       /* per process: the filter on every event; NULL: per CPU */
+	int news_err;                  /* per_process asked, news NULL: why (-errno) */
 };
 
 /* Returns 0, or -errno when perf events are unavailable (d is then empty
  * and fault_doorbell_rang() always answers true). */
-int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup);
+int fault_doorbell_open(struct fault_doorbell *d, unsigned wakeup, bool per_process);
 /* The same with injected ops, for possible CPUs 0..possible-1. */
 int fault_doorbell_open_ops(struct fault_doorbell *d, const struct fault_doorbell_ops *ops, int possible,
-			    unsigned wakeup);
-/* Opens the events again if wakeup changed (fault_doorbell_refresh()'s
- * answer; 0 if it did not change). */
-int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup);
+			    unsigned wakeup, bool per_process);
+/* Opens the events again if wakeup or per_process changed
+ * (fault_doorbell_refresh()'s answer; 0 if neither did). */
+int fault_doorbell_set_wakeup(struct fault_doorbell *d, unsigned wakeup, bool per_process);
 void fault_doorbell_close(struct fault_doorbell *d);
 
 /* Opens the events again, for the CPUs online now, if the online list
@@ -138,6 +153,8 @@ const struct fault_pids *fault_doorbell_peek(struct fault_doorbell *d);
  * (out->lost is then set), or -ENOMEM. */
 int fault_doorbell_tasks(struct fault_doorbell *d, struct task_events *out);
 
-/* The event fd of CPU slot i (0 <= i < d->ncpu), readable (POLLIN) after
- * d->wakeup samples; for an event loop to sleep on. */
+/* How many fds an event loop sleeps on: one per CPU, or the filter's. */
+int fault_doorbell_nfds(const struct fault_doorbell *d);
+/* Fd i (0 <= i < nfds), readable (POLLIN) after d->wakeup samples, of one
+ * CPU or, per process, of one process. */
 int fault_doorbell_fd(const struct fault_doorbell *d, int i);

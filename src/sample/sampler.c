@@ -16,6 +16,20 @@
 
 #define DOORBELL_CHECK_S 1.0
 
+/* Says how the doorbell counts, if that changed since the last look. */
+static void log_counting(struct sampler *sm)
+{
+	int now = sm->doorbell.news ? 1 : sm->doorbell.news_err;
+
+	if (!sm->doorbell.ncpu || !sm->doorbell.per_process || now == sm->doorbell_counting)
+		return;
+	sm->doorbell_counting = now;
+	if (now == 1)
+		log_info("page-fault doorbell: news counted per process (BPF filter)");
+	else
+		log_info("page-fault doorbell: news counted per CPU, not per process (BPF filter: %s)", strerror(-now));
+}
+
 /* A CPU that came online since the events were opened has none (a pass
  * that is not idle looks, at most every DOORBELL_CHECK_S; about 10 us), and one that went offline and came
  * back between two looks has a silent one: those are opened again at least
@@ -40,6 +54,7 @@ void sampler_refresh_doorbell(struct sampler *e, double now, double full_rescan_
 		log_info("page-fault doorbell on %d CPUs (online: %.*s)", e->doorbell.ncpu,
 			 (int)strcspn(e->doorbell.online, "\n"), e->doorbell.online);
 	snprintf(e->doorbell_logged, sizeof(e->doorbell_logged), "%s", e->doorbell.online);
+	log_counting(e);
 }
 
 int sampler_enumerate_procs(void *ctx, struct proc_table *out)
@@ -57,9 +72,9 @@ void sampler_init(struct sampler *sm, void *enumerate_ctx)
 	sm->doorbell_drain = fault_doorbell_drain;
 }
 
-void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup)
+void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup, bool per_process)
 {
-	int r = fault_doorbell_open(&sm->doorbell, wakeup);
+	int r = fault_doorbell_open(&sm->doorbell, wakeup, per_process);
 
 	if (r < 0)
 		log_info("no page-fault doorbell (perf events: %s): every pass samples every process", strerror(-r));
@@ -67,6 +82,7 @@ void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup)
 		log_info("page-fault doorbell on %d CPUs (online: %.*s); process births and exits %s",
 			 sm->doorbell.ncpu, (int)strcspn(sm->doorbell.online, "\n"), sm->doorbell.online,
 			 sm->doorbell.tasks ? "from perf task records" : "from a listing of /proc every 5 s");
+	log_counting(sm);
 	sm->doorbell_opened = now;
 	snprintf(sm->doorbell_logged, sizeof(sm->doorbell_logged), "%s", sm->doorbell.online);
 }
@@ -100,10 +116,11 @@ bool sampler_rang(const struct sampler *sm)
 	return sm->doorbell_rang(&sm->doorbell);
 }
 
-void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup)
+void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup, bool per_process)
 {
-	if (sm->doorbell.ncpu && fault_doorbell_set_wakeup(&sm->doorbell, wakeup) < 0)
+	if (sm->doorbell.ncpu && fault_doorbell_set_wakeup(&sm->doorbell, wakeup, per_process) < 0)
 		log_warn("cannot open the page-fault doorbell again: every pass samples every process");
+	log_counting(sm);
 }
 
 const struct fault_pids *sampler_peek(struct sampler *sm)

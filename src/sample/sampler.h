@@ -40,6 +40,7 @@ struct sampler {
 	double doorbell_opened;                               /* monotonic seconds of its last (re)open */
 	double doorbell_checked;                              /* … and of its last look at the online CPUs */
 	char doorbell_logged[DOORBELL_ONLINE_MAX];            /* the online list last logged */
+	int doorbell_counting;                                /* logged: 1 per process, -errno per CPU, 0 none */
 	bool (*doorbell_rang)(const struct fault_doorbell *); /* injectable for tests */
 	/* Who faulted: fault_doorbell_drain() by default; injectable. */
 	int (*doorbell_drain)(struct fault_doorbell *, struct fault_pids *);
@@ -107,10 +108,10 @@ struct sample_out {
 /* Sets the defaults (the seams): enumerate on ctx, the real doorbell. */
 void sampler_init(struct sampler *sm, void *enumerate_ctx);
 /* Opens the doorbell (logs either way); now: monotonic seconds. */
-void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup);
-/* The doorbell's poll wakes after wakeup samples per CPU from now on
- * (opens its events again if that changed). */
-void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup);
+void sampler_open_doorbell(struct sampler *sm, double now, unsigned wakeup, bool per_process);
+/* The doorbell's poll wakes after wakeup samples per CPU, or of one
+ * process, from now on (opens its events again if that changed). */
+void sampler_doorbell_wakeup(struct sampler *sm, unsigned wakeup, bool per_process);
 void sampler_free(struct sampler *sm);
 
 /* Takes a sample of every process (sm->enumerate) into t, updating

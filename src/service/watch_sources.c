@@ -27,12 +27,12 @@ int watch_sources_add(struct watch_sources *ws, sd_event *ev, const struct fault
 	ws->doorbell_opens = d->opens;
 	ws->cold_opens = w->opens;
 	ws->cold_ncpu = w->ncpu;
-	if (d->ncpu + w->ncpu == 0)
+	if (fault_doorbell_nfds(d) + w->ncpu == 0)
 		return 0;
-	ws->v = calloc((size_t)d->ncpu + (size_t)w->ncpu, sizeof(sd_event_source *));
+	ws->v = calloc((size_t)fault_doorbell_nfds(d) + (size_t)w->ncpu, sizeof(sd_event_source *));
 	if (!ws->v)
 		return -ENOMEM;
-	for (int i = 0; i < d->ncpu && r >= 0; i++)
+	for (int i = 0; i < fault_doorbell_nfds(d) && r >= 0; i++)
 		r = add_fd(ws, ev, fault_doorbell_fd(d, i), fn, userdata);
 	for (int i = 0; i < w->ncpu && r >= 0; i++)
 		r = add_fd(ws, ev, cold_watch_fd(w, i), fn, userdata);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* watch_sources: the event loop's io sources for the fds that bring news,
- * the page-fault doorbell's (fault_doorbell.h) and the MADV_COLD/opt-in
+ * the page-fault doorbell's (fault_doorbell.h: one per CPU, or its
+ * per-process filter's one) and the MADV_COLD/opt-in
  * observer's (cold_watch.h), one per CPU each. Both open their events
  * again on CPU hotplug (and the observer on a reload): watch_sources_stale()
  * tells when the sources must be built again for the new fds. */

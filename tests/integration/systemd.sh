@@ -3,8 +3,8 @@
 # The shipped unit, with the shipped default configuration, under a real
 # systemd: a Debian container booted with systemd-nspawn (the host need not
 # run systemd). Checks start (READY), the per-pass STATUS= line, collapsing a
-# hot workload, the watchdog, reload, structured journal fields, a clean
-# stop, Restart=on-failure after a crash, and the one clear message when
+# hot workload, the BPF programs loading in its sandbox, the watchdog,
+# reload, structured journal fields, a clean stop, Restart=on-failure after a crash, and the one clear message when
 # khugepaged = idle meets a read-only /sys.
 #
 # The rootfs is built once with debootstrap and cached in
@@ -164,6 +164,10 @@ assert_eq "Type=notify" "$(show Type)" notify
 prctl_line=$(journal_since "$jstart" | grep -m1 'prctl(PR_SET_THP_DISABLE) modes:')
 assert_cmd "under the shipped unit the prctl iterator loads: '$prctl_line'" \
 	grep -q 'read from each process.s mm by a BPF task iterator' <<<"$prctl_line"
+# ... and for the doorbell's filter (the shipped timer: counted per process).
+news_line=$(journal_since "$jstart" | grep -m1 'page-fault doorbell: news counted')
+assert_cmd "under the shipped unit the doorbell's BPF filter loads: '$news_line'" \
+	grep -q 'news counted per process (BPF filter)' <<<"$news_line"
 status_is_pass()
 {
 	[[ $(show StatusText) =~ ^pass\ [0-9]+: ]]

@@ -4,7 +4,9 @@
  * forced refresh opens every event again (a CPU that went offline and came
  * back in between has a silent event); the old events are closed; a fault
  * on a CPU that came online rings the bell; the PIDs in rings closed by a
- * refresh reach the next drain. Then the real thing, once. */
+ * refresh reach the next drain; per process, a filter rides on every
+ * event, one fd (its ring) is polled, and a filter that cannot be loaded or
+ * attached leaves the doorbell counting per CPU. Then the real thing. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <setjmp.h>
@@ -75,6 +77,69 @@ static int fake_online(void *ctx, char *buf, size_t size)
 static const struct fault_doorbell_ops ops = {
     .open_cpu = fake_open, .close_cpu = fake_close, .read_online = fake_online, .ctx = &fk};
 
+/* The filter, faked: a struct of our own behind fault_news's name. */
+static struct fake_news {
+	int open_err, attach_err; /* fail with these, if set */
+	unsigned samples;         /* the last open's */
+	int opens, closes, attaches, consumes, resets;
+	int attached_fd; /* the last */
+} fn;
+
+static struct fault_news *as_news(void)
+{
+	return (struct fault_news *)(void *)&fn;
+}
+
+static int fn_open(struct fault_news **out, unsigned samples)
+{
+	if (fn.open_err)
+		return -fn.open_err;
+	fn.samples = samples;
+	fn.opens++;
+	*out = as_news();
+	return 0;
+}
+
+static void fn_close(struct fault_news *n)
+{
+	assert_ptr_equal(n, as_news());
+	fn.closes++;
+}
+
+static int fn_attach(struct fault_news *n, int fd)
+{
+	assert_ptr_equal(n, as_news());
+	if (fn.attach_err)
+		return -fn.attach_err;
+	fn.attaches++;
+	fn.attached_fd = fd;
+	return 0;
+}
+
+static int fn_fd(const struct fault_news *n)
+{
+	assert_ptr_equal(n, as_news());
+	return 77;
+}
+
+static int fn_consume(struct fault_news *n)
+{
+	assert_ptr_equal(n, as_news());
+	fn.consumes++;
+	return 0;
+}
+
+static void fn_reset(struct fault_news *n)
+{
+	assert_ptr_equal(n, as_news());
+	fn.resets++;
+}
+
+static const struct fault_news_ops fake_news_ops = {
+    .open = fn_open, .close = fn_close, .attach = fn_attach, .fd = fn_fd, .consume = fn_consume, .reset = fn_reset};
+static const struct fault_doorbell_ops news_ops = {
+    .open_cpu = fake_open, .close_cpu = fake_close, .read_online = fake_online, .news = &fake_news_ops, .ctx = &fk};
+
 static void fault_on(int cpu)
 {
 	fk.page[cpu]->data_head += 32;
@@ -84,6 +149,7 @@ static int setup(void **state)
 {
 	(void)state;
 	memset(&fk, 0, sizeof(fk));
+	memset(&fn, 0, sizeof(fn));
 	return 0;
 }
 
@@ -93,7 +159,7 @@ static void test_cpu_comes_online(void **state)
 
 	(void)state;
 	fk.online[0] = true; /* 1..3 offline at start */
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), 0);
 	assert_int_equal(d.ncpu, 1);
 	assert_false(fault_doorbell_rang(&d));
 	assert_int_equal(fault_doorbell_refresh(&d, false), 0); /* nothing changed */
@@ -128,7 +194,7 @@ static void test_refresh_failure_rings(void **state)
 
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), 0);
 	fk.open_err = EMFILE;
 	assert_int_equal(fault_doorbell_refresh(&d, true), -EMFILE);
 	assert_int_equal(fk.live, 0);
@@ -164,7 +230,7 @@ static void test_refresh_keeps_faulted(void **state)
 
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), 0);
 	assert_int_equal(d.opens, 1);
 	sample_on(0, 42);
 	sample_on(1, 7);
@@ -211,7 +277,7 @@ static void test_peek_keeps_records(void **state)
 
 	(void)state;
 	fk.online[0] = fk.online[1] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), 0);
 	assert_int_equal(fault_doorbell_peek(&d)->n, 0);
 	sample_on(0, 42);
 	sample_on(1, 7);
@@ -240,12 +306,12 @@ static void test_set_wakeup(void **state)
 
 	(void)state;
 	fk.online[0] = true;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), 0);
 	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP);
 	sample_on(0, 42);
-	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP), 0);
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP, false), 0);
 	assert_int_equal(d.opens, 1);
-	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP_NEWS), 1);
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP_NEWS, false), 1);
 	assert_int_equal(d.opens, 2);
 	assert_int_equal(d.wakeup, DOORBELL_WAKEUP_NEWS);
 	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP_NEWS);
@@ -257,14 +323,101 @@ static void test_set_wakeup(void **state)
 	assert_int_equal(fk.live, 0);
 }
 
+/* Per process: the filter counts to the wakeup on every event, the perf
+ * fds wake (nobody) rarely, the loop polls the filter's one fd, and a drain
+ * or an arm starts every count again; a refresh attaches it to the new
+ * events. */
+static void test_per_process(void **state)
+{
+	struct fault_doorbell d;
+	struct fault_pids p = {0};
+
+	(void)state;
+	fk.online[0] = fk.online[1] = true;
+	assert_int_equal(fault_doorbell_open_ops(&d, &news_ops, NCPU, DOORBELL_WAKEUP_NEWS, true), 0);
+	assert_non_null(d.news);
+	assert_int_equal(d.news_err, 0);
+	assert_int_equal(fn.samples, DOORBELL_WAKEUP_NEWS);
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP_UNPOLLED);
+	assert_int_equal(fn.attaches, 2);
+	assert_int_equal(fault_doorbell_nfds(&d), 1);
+	assert_int_equal(fault_doorbell_fd(&d, 0), 77);
+	assert_int_equal(fn.resets, 1); /* the open's arm */
+
+	sample_on(1, 42);
+	assert_int_equal(fault_pids_count(fault_doorbell_peek(&d), 42), 1);
+	assert_int_equal(fn.consumes, 2); /* the arm's, the peek's: the ring's news is read from the rings */
+	assert_int_equal(fault_doorbell_drain(&d, &p), 0);
+	assert_true(fault_pids_has(&p, 42));
+	assert_int_equal(fn.resets, 2);
+
+	assert_int_equal(fault_doorbell_refresh(&d, true), 1);
+	assert_int_equal(fn.attaches, 4);
+	assert_int_equal(fn.attached_fd, 101);
+	assert_int_equal(fn.opens, 1); /* the same program */
+
+	/* Asked again, nothing changes; back to back, per CPU again. */
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP_NEWS, true), 0);
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP, false), 1);
+	assert_null(d.news);
+	assert_int_equal(fn.closes, 1);
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP);
+	assert_int_equal(fault_doorbell_nfds(&d), 2);
+	assert_int_equal(fault_doorbell_fd(&d, 1), 101);
+	/* And per process once more: a new program, for the new count. */
+	assert_int_equal(fault_doorbell_set_wakeup(&d, DOORBELL_WAKEUP_NEWS, true), 1);
+	assert_int_equal(fn.opens, 2);
+	assert_int_equal(fault_doorbell_nfds(&d), 1);
+	fault_pids_free(&p);
+	fault_doorbell_close(&d);
+	assert_int_equal(fn.closes, 2);
+	assert_int_equal(fk.live, 0);
+}
+
+/* A filter that cannot be loaded, or attached to an event: the doorbell
+ * counts per CPU, with every event open and polled, and says why. */
+static void test_per_process_fallback(void **state)
+{
+	struct fault_doorbell d;
+
+	(void)state;
+	fk.online[0] = fk.online[1] = true;
+	fn.open_err = EPERM;
+	assert_int_equal(fault_doorbell_open_ops(&d, &news_ops, NCPU, DOORBELL_WAKEUP_NEWS, true), 0);
+	assert_null(d.news);
+	assert_int_equal(d.news_err, -EPERM);
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP_NEWS);
+	assert_int_equal(fault_doorbell_nfds(&d), 2);
+	fault_doorbell_close(&d);
+
+	fn.open_err = 0;
+	fn.attach_err = EINVAL;
+	assert_int_equal(fault_doorbell_open_ops(&d, &news_ops, NCPU, DOORBELL_WAKEUP_NEWS, true), 0);
+	assert_null(d.news);
+	assert_int_equal(d.news_err, -EINVAL);
+	assert_int_equal(fn.closes, 1);
+	assert_int_equal(fk.live, 2); /* opened again, without it */
+	assert_int_equal(fk.wakeup, DOORBELL_WAKEUP_NEWS);
+	assert_int_equal(fault_doorbell_nfds(&d), 2);
+	assert_int_equal(fault_doorbell_fd(&d, 0), 100);
+	fault_doorbell_close(&d);
+
+	/* No filter at all (ops without one). */
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP_NEWS, true), 0);
+	assert_int_equal(d.news_err, -ENOSYS);
+	assert_int_equal(fault_doorbell_nfds(&d), 2);
+	fault_doorbell_close(&d);
+	assert_int_equal(fk.live, 0);
+}
+
 static void test_no_cpu_at_all(void **state)
 {
 	struct fault_doorbell d;
 
 	(void)state;
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP), -ENODEV);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, NCPU, DOORBELL_WAKEUP, false), -ENODEV);
 	assert_true(fault_doorbell_rang(&d));
-	assert_int_equal(fault_doorbell_open_ops(&d, &ops, 0, DOORBELL_WAKEUP), -EINVAL);
+	assert_int_equal(fault_doorbell_open_ops(&d, &ops, 0, DOORBELL_WAKEUP, false), -EINVAL);
 }
 
 /* The real perf events: open on every online CPU, and a refresh with
@@ -275,7 +428,7 @@ static void test_real(void **state)
 	int r;
 
 	(void)state;
-	r = fault_doorbell_open(&d, DOORBELL_WAKEUP);
+	r = fault_doorbell_open(&d, DOORBELL_WAKEUP, false);
 	if (r == -EACCES || r == -EPERM) /* unit tests may run unprivileged */
 		return;
 	assert_int_equal(r, 0);
@@ -294,6 +447,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_refresh_keeps_faulted, setup),
 	    cmocka_unit_test_setup(test_peek_keeps_records, setup),
 	    cmocka_unit_test_setup(test_set_wakeup, setup),
+	    cmocka_unit_test_setup(test_per_process, setup),
+	    cmocka_unit_test_setup(test_per_process_fallback, setup),
 	    cmocka_unit_test_setup(test_no_cpu_at_all, setup),
 	    cmocka_unit_test(test_real),
 	};

@@ -192,7 +192,7 @@ static void test_real_doorbell_names_us(void **state)
 	int r;
 
 	(void)state;
-	r = fault_doorbell_open(&d, DOORBELL_WAKEUP);
+	r = fault_doorbell_open(&d, DOORBELL_WAKEUP, false);
 	if (r < 0) {
 		assert_true(fault_doorbell_rang(&d));
 		assert_int_equal(fault_doorbell_drain(&d, &p), -ENODEV);

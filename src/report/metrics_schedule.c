@@ -55,6 +55,17 @@ bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now, 
 	return digest != s->digest && since >= METRICS_MIN_GAP_S;
 }
 
+double metrics_due_at(const struct metrics_schedule *s, uint64_t digest, double interval)
+{
+	double at = s->last + interval;
+
+	if (!s->written)
+		return 0;
+	if (digest != s->digest && s->last + METRICS_MIN_GAP_S < at)
+		at = s->last + METRICS_MIN_GAP_S;
+	return at;
+}
+
 void metrics_written(struct metrics_schedule *s, uint64_t digest, double now)
 {
 	s->written = true;

@@ -34,6 +34,11 @@ uint64_t metrics_digest(const struct engine_stats *e, enum khugepaged_mode mode,
  * (metrics_interval_s) bounding the staleness. Pure. */
 bool metrics_due(const struct metrics_schedule *s, uint64_t digest, double now, double interval);
 
+/* When a write becomes due with this digest, if none is now (monotonic
+ * seconds; at once if never written): the gap's end after a change, else
+ * the interval's. Pure. */
+double metrics_due_at(const struct metrics_schedule *s, uint64_t digest, double interval);
+
 /* After a write (successful or not: a failing one is retried at the next
  * due time, not every pass). */
 void metrics_written(struct metrics_schedule *s, uint64_t digest, double now);

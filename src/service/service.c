@@ -4,6 +4,7 @@
 #include "service.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ struct service {
 	struct cgroup2_root cgroup2;         /* to forget the metrics of removed cgroups */
 	double max_pass_s;                   /* bound on one dispatch: a quarter of the watchdog */
 	struct metrics_schedule report_when; /* when the metrics file and STATUS= are rewritten */
+	sd_event_source *report_later;       /* a change within the minimum gap: written at its end */
 	struct metrics_reload reload;
 	char reload_err[1024]; /* why the last reload failed, for STATUS= */
 	uint64_t logged_would; /* observe mode: what the last pass line said (log_pass) */
@@ -110,20 +112,59 @@ static void write_metrics(struct service *s)
 	s->metrics_failed = r < 0;
 }
 
-/* The metrics file and STATUS=, when metrics_schedule.h says: at once
- * after a change a reader acts on, else every metrics_interval_s. */
-static void report(struct service *s, double now)
+/* Monotonic seconds of the next scheduled pass: now if one is queued (back
+ * to back), the timer's if it is armed, INFINITY if none is (news passes
+ * are not scheduled). */
+static double next_pass_at(const struct service *s)
 {
+	int on = SD_EVENT_OFF;
+	uint64_t usec;
+
+	if (s->again && sd_event_source_get_enabled(s->again, &on) >= 0 && on != SD_EVENT_OFF)
+		return 0;
+	if (!s->pass_source || sd_event_source_get_enabled(s->pass_source, &on) < 0 || on == SD_EVENT_OFF ||
+	    sd_event_source_get_time(s->pass_source, &usec) < 0)
+		return INFINITY;
+	return (double)usec / 1e6;
+}
+
+/* The metrics file and STATUS=, when metrics_schedule.h says: at once
+ * after a change a reader acts on, else every metrics_interval_s. Called
+ * after a pass, once the next is scheduled: a write that is not due yet
+ * must not wait past its time for a pass that comes later (a backed-off
+ * timer, a long interval). The interval's refresh is then written now, a
+ * little early, rather than by a wake-up of its own; a change waits for
+ * the gap's end in a one-shot timer. */
+static void report(struct service *s)
+{
+	double now = monotonic_seconds(), at;
 	struct engine_stats st;
 	uint64_t digest;
 
 	engine_stats_get(&s->engine, &st);
 	digest = metrics_digest(&st, s->khp.mode, &s->reload);
-	if (!metrics_due(&s->report_when, digest, now, s->cfg.metrics_interval_s))
-		return;
+	if (!metrics_due(&s->report_when, digest, now, s->cfg.metrics_interval_s)) {
+		at = metrics_due_at(&s->report_when, digest, s->cfg.metrics_interval_s);
+		if (at >= next_pass_at(s))
+			return;
+		if (digest != s->report_when.digest) {
+			sd_event_source_set_time(s->report_later, (uint64_t)(at * 1e6) + 1);
+			sd_event_source_set_enabled(s->report_later, SD_EVENT_ONESHOT);
+			return;
+		}
+	}
 	write_metrics(s);
 	notify_status(s);
 	metrics_written(&s->report_when, digest, now);
+	sd_event_source_set_enabled(s->report_later, SD_EVENT_OFF);
+}
+
+static int on_report_later(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	report(userdata);
+	return 0;
 }
 
 static uint64_t interval_usec(const struct service *s)
@@ -210,7 +251,6 @@ static bool run_pass(struct service *s, const pid_t *only, size_t nonly, struct 
 	if (r < 0)
 		log_err("pass %llu failed: %s", (unsigned long long)engine_passes(&s->engine), strerror(-r));
 	log_pass(s, &ps);
-	report(s, monotonic_seconds());
 	if (out)
 		*out = ps;
 	return ps.idle;
@@ -269,6 +309,7 @@ static void back_to_back_pass(struct service *s)
 	follow_bells(s);
 	if (!idle && (e->last.collapsed_bytes || e->resume_pid))
 		sd_event_source_set_enabled(s->again, SD_EVENT_ONESHOT);
+	report(s);
 }
 
 static int on_again(sd_event_source *src, void *userdata)
@@ -354,6 +395,7 @@ static void look_for_news(struct service *s)
 	news_gate_ran(&s->news_gate, now, ps.scan_s);
 	follow_news(s);
 	pass_within_interval(s);
+	report(s);
 }
 
 static int on_news(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -473,6 +515,8 @@ static int on_pass_timer(sd_event_source *src, uint64_t usec, void *userdata)
 	}
 	sd_event_source_set_time_relative(src, next);
 	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	if (!s->back_to_back) /* back_to_back_pass() reported */
+		report(s);
 	return 0;
 }
 
@@ -703,6 +747,11 @@ static int setup_loop(struct service *s)
 	    (r = sd_event_add_signal(s->event, NULL, SIGHUP, on_reload, s)) < 0)
 		return r;
 	news_gate_init(&s->news_gate);
+	r = sd_event_add_time(s->event, &s->report_later, CLOCK_MONOTONIC, 0, 1, on_report_later, s);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s->report_later, SD_EVENT_OFF);
+	if (r < 0)
+		return r;
 	r = schedule_passes(s);
 	if (r < 0)
 		return r;
@@ -826,6 +875,7 @@ out:
 	/* Release our descriptors first: restoring opens sysfs files, and a
 	 * start that failed for want of descriptors must still restore. */
 	drop_pass_sources(&s);
+	s.report_later = sd_event_source_disable_unref(s.report_later);
 	sd_event_unref(s.event);
 	if (s.engine.procs)
 		engine_free(&s.engine);

@@ -103,12 +103,31 @@ static void test_due(void **state)
 	assert_true(metrics_due(&s, 2, 101.5, 0.5));
 }
 
+/* When the next write is due if no pass comes first. */
+static void test_due_at(void **state)
+{
+	struct metrics_schedule s = {0};
+
+	(void)state;
+	assert_true(metrics_due_at(&s, 1, 10) == 0); /* never written: now */
+	metrics_written(&s, 1, 100.0);
+	assert_true(metrics_due_at(&s, 1, 10) == 110.0);
+	assert_true(metrics_due_at(&s, 2, 10) == 100.0 + METRICS_MIN_GAP_S);
+	assert_true(metrics_due_at(&s, 2, 0.5) == 100.5); /* the interval, if sooner */
+	/* Each answer is the first time metrics_due() says yes. */
+	assert_false(metrics_due(&s, 2, 100.0 + METRICS_MIN_GAP_S - 0.01, 10));
+	assert_true(metrics_due(&s, 2, metrics_due_at(&s, 2, 10), 10));
+	assert_false(metrics_due(&s, 1, 109.99, 10));
+	assert_true(metrics_due(&s, 1, metrics_due_at(&s, 1, 10), 10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pass_counters_do_not_count),
 	    cmocka_unit_test(test_material_changes_count),
 	    cmocka_unit_test(test_due),
+	    cmocka_unit_test(test_due_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

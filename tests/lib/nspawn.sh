@@ -203,13 +203,15 @@ nspawn_boot()
 		own+=("$d") NSPAWN_CGROUPS+=("$d")
 	done < <(nspawn_hierarchies)
 	NSPAWN_CREATED_CGROUPS=("${NSPAWN_CGROUPS[@]}")
-	# bpf() is outside nspawn's own system call filter: let it in, so that
-	# the unit's sandbox is what decides about the daemon's prctl iterator.
+	# bpf() and perf_event_open() are outside nspawn's own system call
+	# filter: let them in, so that the unit's sandbox is what decides about
+	# the daemon's prctl iterator, its page-fault doorbell and the
+	# doorbell's BPF filter, as on a host.
 	(
 		for d in "${own[@]}"; do
 			echo "$BASHPID" >"$d/cgroup.procs" || exit 1
 		done
-		exec systemd-nspawn -q -D "$CONTAINER_ROOT" --system-call-filter=bpf --boot --register=no --keep-unit \
+		exec systemd-nspawn -q -D "$CONTAINER_ROOT" --system-call-filter='bpf perf_event_open' --boot --register=no --keep-unit \
 			--console=pipe --private-network --machine=hc-test
 	) >"$HC_TMP/console.log" 2>&1 </dev/null &
 	NSPAWN_PID=$!

@@ -355,8 +355,6 @@ static bool is_regular(const char *path)
  * the dirty pages of a file replaced within seconds never reach the disk.
  * Only a regular file is exchanged: anything else at path (raced in, too)
  * is put back, and rename() fails as it should (a directory: EISDIR). */
-#define METRICS_WRITE_BUF (64 * 1024)
-
 static int replace_file(const char *tmp, const char *path)
 {
 	if (is_regular(path) && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
@@ -372,6 +370,9 @@ static int replace_file(const char *tmp, const char *path)
 	/* No file there yet, or no exchange on this filesystem (EINVAL). */
 	return rename(tmp, path) == 0 ? 0 : -errno;
 }
+
+/* stdio's buffer for metrics_write(): larger than the whole file. */
+#define METRICS_WRITE_BUF (64 * 1024)
 
 int metrics_write(const char *path, const struct engine_stats *e, enum khugepaged_mode mode, struct metrics_memory *m)
 {
